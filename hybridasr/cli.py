@@ -1,0 +1,178 @@
+"""What every ``pybin/`` entry point shares: Kaldi-style options, config files, logging.
+
+Options are ``--name=value`` (or ``--name value``); ``_`` and ``-`` are equivalent in names;
+``--config=file.conf`` is read first and the command line wins over it; booleans take
+``true``/``false`` (Kaldi's spelling). A config line naming an unknown option is an error that
+names the file and line. Entry points log to stderr with time and level and print their own
+command line first, so a ``run.pl`` log explains itself.
+
+A ``pybin/`` script looks like this::
+
+    def get_parser():
+        p = make_parser("compute_feats.py", "Computes features.",
+                        usage="compute_feats.py [options] <wav-rspecifier> <feats-wspecifier>",
+                        example="compute_feats.py --config=conf/mfcc.conf scp:wav.scp ark,scp:f.ark,f.scp")
+        p.add_argument("--dither", type=float, default=1.0, help="...")
+        add_bool(p, "--compress", False, "...")
+        p.add_argument("wav_rspecifier"); ...
+        return p
+
+    def main(argv=None):
+        args = get_parser().parse_args(argv)
+        ...
+
+    if __name__ == "__main__":
+        run_main(main)
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+from typing import Callable, List, Optional, Sequence
+
+from hybridasr.errors import ConfigError, HybridAsrError
+from hybridasr.kaldi.conf import normalize_option_name, read_config_file, write_config_file
+
+_TRUE = {"true", "1", "yes", "t", "y"}
+_FALSE = {"false", "0", "no", "f", "n"}
+
+
+def str2bool(value) -> bool:
+    """Kaldi-style boolean: ``true``/``false`` (also 1/0, yes/no)."""
+    if isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+def add_bool(parser: argparse.ArgumentParser, name: str, default: bool, help: str = "") -> None:
+    """A boolean option: ``--name`` alone means true, ``--name=false`` false."""
+    parser.add_argument(name, type=str2bool, nargs="?", const=True, default=default,
+                        metavar="true|false", help=f"{help} (default: {str(default).lower()})")
+
+
+def _normalize_argv(argv: Sequence[str]) -> List[str]:
+    out = []
+    for a in argv:
+        if a.startswith("--") and len(a) > 2:
+            if "=" in a:
+                name, value = a.split("=", 1)
+                out.append(f"--{normalize_option_name(name)}={value}")
+            else:
+                out.append(f"--{normalize_option_name(a)}")
+        else:
+            out.append(a)
+    return out
+
+
+class KaldiArgumentParser(argparse.ArgumentParser):
+    """argparse with Kaldi's option conventions and ``--config``."""
+
+    def __init__(self, *args, example: str | None = None, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        if example:
+            kwargs["epilog"] = (kwargs.get("epilog") or "") + f"e.g.: {example}"
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self.add_argument("--config", action="append", default=[],
+                          help="Kaldi-style config file (--name=value per line); read first, "
+                               "the command line wins")
+        self.add_argument("--verbose", type=int, default=0, help="verbosity: 0 info, 1 debug")
+
+    def _known_option(self, name: str) -> bool:
+        return f"--{name}" in self._option_string_actions
+
+    def _expand_configs(self, argv: List[str]) -> List[str]:
+        configs, rest, i = [], [], 0
+        while i < len(argv):
+            a = argv[i]
+            if a.startswith("--config="):
+                configs.append(a.split("=", 1)[1])
+            elif a == "--config" and i + 1 < len(argv):
+                configs.append(argv[i + 1])
+                i += 1
+            else:
+                rest.append(a)
+            i += 1
+        conf_args = []
+        for path in configs:
+            for e in read_config_file(path):
+                if e.name == "config":
+                    raise ConfigError(f"{e.path}:{e.lineno}: nested --config is not supported")
+                if not self._known_option(e.name):
+                    raise ConfigError(f"{e.path}:{e.lineno}: unknown option --{e.name} "
+                                      f"for {self.prog}")
+                conf_args.append(e.as_arg())
+        self._config_files = configs
+        return conf_args + rest
+
+    def parse_args(self, args: Optional[Sequence[str]] = None, namespace=None):
+        argv = list(sys.argv[1:] if args is None else args)
+        argv = self._expand_configs(_normalize_argv(argv))
+        ns = super().parse_args(argv, namespace)
+        ns.config = list(getattr(self, "_config_files", []))
+        return ns
+
+    def error(self, message):  # argparse's own errors: usage + message, exit 2
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def make_parser(prog: str, description: str, usage: str | None = None,
+                example: str | None = None) -> KaldiArgumentParser:
+    return KaldiArgumentParser(prog=prog, description=description, usage=usage, example=example)
+
+
+def options_dict(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The resolved optional arguments (not positionals, not --config/--verbose)."""
+    out = {}
+    for action in parser._actions:
+        if not action.option_strings or action.dest in ("help", "config", "verbose"):
+            continue
+        out[action.dest] = getattr(args, action.dest, None)
+    return out
+
+
+def save_resolved_config(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                         path: str) -> None:
+    """Writes the resolved options as a Kaldi config file (command line recorded in a comment)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    header = "resolved configuration of: " + " ".join(shlex.quote(a) for a in sys.argv)
+    write_config_file(path, options_dict(parser, args), header=header)
+
+
+def setup_logging(verbose: int = 0) -> None:
+    level = logging.DEBUG if verbose > 0 else logging.INFO
+    root = logging.getLogger()
+    if not root.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                                         "%Y-%m-%d %H:%M:%S"))
+        root.addHandler(h)
+    root.setLevel(level)
+
+
+def run_main(main: Callable[[Optional[List[str]]], Optional[int]],
+             argv: Optional[List[str]] = None) -> None:
+    """Runs an entry point: prints its command line, turns HybridAsrError into exit 1."""
+    setup_logging(1 if any(a in ("--verbose=1", "--verbose=2") for a in sys.argv) else 0)
+    print(" ".join(shlex.quote(a) for a in [os.path.basename(sys.argv[0])] + sys.argv[1:]),
+          file=sys.stderr, flush=True)
+    try:
+        rc = main(argv)
+    except HybridAsrError as e:
+        logging.getLogger(os.path.basename(sys.argv[0])).error("%s", e)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        logging.getLogger(os.path.basename(sys.argv[0])).error("interrupted")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)
+    sys.exit(rc or 0)

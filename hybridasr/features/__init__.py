@@ -1,0 +1,1 @@
+"""Audio input, Kaldi-compatible MFCC/fbank, CMVN, deltas and splicing."""

@@ -1,0 +1,1 @@
+"""Kaldi formats and conventions (no torch here)."""

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Creates the toolkit's virtualenv .venv/ at the repo root and installs hybridasr into it.
+# Safe to run again: it only reinstalls when pyproject.toml changed.
+# e.g.: ./install.sh            (then: cd egs/digits/s5 && ./run.sh)
+set -euo pipefail
+cd "$(dirname "$0")"
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "$0: creating .venv with $($python --version 2>&1)"
+  $python -m venv .venv
+fi
+stamp=.venv/.hybridasr-installed
+want=$(cat pyproject.toml | sha1sum | cut -d' ' -f1)
+if [ -f $stamp ] && [ "$(cat $stamp)" == "$want" ] && .venv/bin/python -c 'import hybridasr, torch, torchaudio, kaldiio' 2>/dev/null; then
+  echo "$0: .venv is up to date"
+else
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".[test]"
+  echo "$want" > $stamp
+  echo "$0: installed hybridasr into .venv"
+fi
+.venv/bin/python -c 'import torch, torchaudio; print("torch", torch.__version__, "torchaudio", torchaudio.__version__)'

@@ -1,0 +1,21 @@
+# Sourced by recipes and steps: puts the toolkit on PATH and activates its environment.
+# Kaldi's binaries are added when KALDI_ROOT is set (optional: nothing requires Kaldi).
+if [ -z "${HYBRIDASR_ROOT:-}" ]; then
+  HYBRIDASR_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+fi
+export HYBRIDASR_ROOT
+if [ -f "$HYBRIDASR_ROOT/.venv/bin/activate" ] && [ "${VIRTUAL_ENV:-}" != "$HYBRIDASR_ROOT/.venv" ]; then
+  # shellcheck disable=SC1091
+  . "$HYBRIDASR_ROOT/.venv/bin/activate"
+fi
+export PATH=$HYBRIDASR_ROOT/pybin:$HYBRIDASR_ROOT/utils:$HYBRIDASR_ROOT/utils/data:$PATH
+export PYTHONPATH=$HYBRIDASR_ROOT${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+export LC_ALL=C
+if [ -n "${KALDI_ROOT:-}" ] && [ -d "$KALDI_ROOT/src" ]; then
+  for d in bin featbin gmmbin nnetbin nnet2bin nnet3bin latbin fstbin lmbin online2bin; do
+    [ -d "$KALDI_ROOT/src/$d" ] && PATH=$PATH:$KALDI_ROOT/src/$d
+  done
+  [ -d "$KALDI_ROOT/tools/openfst/bin" ] && PATH=$PATH:$KALDI_ROOT/tools/openfst/bin
+  export PATH
+fi
