@@ -85,12 +85,19 @@ class KaldiArgumentParser(argparse.ArgumentParser):
                           help="Kaldi-style config file (--name=value per line); read first, "
                                "the command line wins")
         self.add_argument("--verbose", type=int, default=0, help="verbosity: 0 info, 1 debug")
+        self._config_file_options: List[str] = []
+
+    def add_config_file_option(self, name: str, help: str) -> None:
+        """Another config-file option (e.g. ``--batching-config``), read like ``--config``:
+        its lines are applied after ``--config``'s and before the command line."""
+        self.add_argument(name, default=None, help=help)
+        self._config_file_options.append(name)
 
     def _known_option(self, name: str) -> bool:
         return f"--{name}" in self._option_string_actions
 
     def _expand_configs(self, argv: List[str]) -> List[str]:
-        configs, rest, i = [], [], 0
+        configs, extra, rest, i = [], [], [], 0
         while i < len(argv):
             a = argv[i]
             if a.startswith("--config="):
@@ -99,12 +106,18 @@ class KaldiArgumentParser(argparse.ArgumentParser):
                 configs.append(argv[i + 1])
                 i += 1
             else:
+                name = a.split("=", 1)[0]
+                if name in self._config_file_options:
+                    if "=" in a:
+                        extra.append(a.split("=", 1)[1])
+                    elif i + 1 < len(argv):
+                        extra.append(argv[i + 1])
                 rest.append(a)
             i += 1
         conf_args = []
-        for path in configs:
+        for path in configs + extra:
             for e in read_config_file(path):
-                if e.name == "config":
+                if e.name == "config" or f"--{e.name}" in self._config_file_options:
                     raise ConfigError(f"{e.path}:{e.lineno}: nested --config is not supported")
                 if not self._known_option(e.name):
                     raise ConfigError(f"{e.path}:{e.lineno}: unknown option --{e.name} "
