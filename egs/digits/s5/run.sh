@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# hybridasr default recipe: a hybrid BLSTM/HMM acoustic model on top of an existing Kaldi s5 dir.
+# The Kaldi dir is only ever read; everything is written under this recipe's data/, exp/, mfcc/.
+#
+# Stages:
+#   0  check the Kaldi dir, copy its data dirs into data/
+#   1  features (MFCC or fbank) and CMVN stats (or reuse the Kaldi dir's: --use-kaldi-feats true)
+#   2  import the GMM alignments; train/cv split by speaker
+#   3  train the network
+#   4  decode data/test (Kaldi's latgen-faster-mapped when on PATH, else the embedded decoder), score
+#   5  summary: best WER next to the GMM system's, training speed, curves and logs
+set -euo pipefail
+
+# Begin configuration section.
+stage=0
+stop_stage=5
+kaldi_dir=           # default: ../shared/data/kaldi_digits beside the hybridasr checkout
+train=data/train     # the names below are inside --kaldi-dir
+test=data/test
+lang=data/lang
+ali=exp/mono_ali
+graph=exp/mono/graph
+gmm_decode=          # the GMM system's decode dir to compare with (default: <graph>/../decode)
+use_kaldi_feats=false
+feat_type=mfcc       # mfcc|fbank
+feat_config=         # default: <kaldi-dir>/conf/<feat-type>.conf, else conf/<feat-type>.conf
+nj=2
+model_config=conf/model.conf
+batching_config=conf/batching.conf
+schedule_config=conf/schedule.conf
+device=cpu           # cpu|cuda
+nproc=1              # processes (GPUs) for torchrun; >1 uses torch.distributed
+train_opts=          # more options for steps/nnet/train.sh, e.g. "--parallel=ddp"
+torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint host:29400"
+decode_opts=         # more options for steps/nnet/decode.sh
+exp_name=blstm
+# End configuration section.
+
+help_message="Usage: $0 [options]
+ e.g.: $0 --kaldi-dir ~/kaldi/egs/wsj/s5 --train data/train_si284 --ali exp/tri4b_ali_si284 \\
+          --graph exp/tri4b/graph_tgpr --test data/test_dev93
+Stages: 0 check+copy Kaldi dir, 1 features, 2 alignments+cv split, 3 train, 4 decode+score, 5 summary
+Options (default):
+  --stage N / --stop-stage M   # run stages N..M ($stage..$stop_stage)
+  --kaldi-dir DIR              # an existing Kaldi s5 dir (../shared/data/kaldi_digits)
+  --train, --test, --lang      # data dirs inside it ($train, $test, $lang)
+  --ali, --graph               # GMM alignment dir and graph dir inside it ($ali, $graph)
+  --use-kaldi-feats true|false # reuse the Kaldi dir's feats.scp/cmvn.scp ($use_kaldi_feats)
+  --feat-type mfcc|fbank       # ($feat_type)
+  --model-config, --batching-config, --schedule-config  # conf files ($model_config, $batching_config, $schedule_config)
+  --device cpu|cuda, --nproc N # training device and number of processes ($device, $nproc)
+  --train-opts, --torchrun-opts, --decode-opts  # passed through
+  --nj N                       # parallel jobs for features and decoding ($nj)"
+
+echo "$0 $@"
+cd "$(dirname "$0")"
+. ./cmd.sh
+. ./path.sh
+. utils/parse_options.sh
+
+if [ $# -ne 0 ]; then
+  echo "$help_message" >&2
+  exit 1
+fi
+
+[ -z "$kaldi_dir" ] && kaldi_dir=$HYBRIDASR_ROOT/../shared/data/kaldi_digits
+if [ ! -d "$kaldi_dir" ]; then
+  echo "$0: --kaldi-dir $kaldi_dir does not exist" >&2
+  exit 1
+fi
+kaldi_dir=$(cd "$kaldi_dir" && pwd -P)
+[ -z "$gmm_decode" ] && gmm_decode=$(dirname "$graph")/decode
+if [ -z "$feat_config" ]; then
+  feat_config=conf/$feat_type.conf
+  [ -f "$kaldi_dir/conf/$feat_type.conf" ] && feat_config=$kaldi_dir/conf/$feat_type.conf
+fi
+dir=exp/$exp_name
+
+banner() { echo; echo "===== stage $1: $2 ($(date '+%F %T')) ====="; }
+run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+start_time=$(date +%s)
+
+if run_stage 0; then
+  banner 0 "check the Kaldi dir $kaldi_dir and copy its data dirs"
+  check_kaldi_dir.py --train=$train --test=$test --lang=$lang --ali=$ali --graph=$graph \
+    --use-kaldi-feats=$use_kaldi_feats "$kaldi_dir" > data_check.json.tmp || {
+      rm -f data_check.json.tmp; echo "$0: stage 0 failed: the Kaldi dir is not usable" >&2; exit 1; }
+  for d in $train $test; do
+    utils/validate_data_dir.sh --no-feats "$kaldi_dir/$d" || {
+      echo "$0: stage 0 failed: $kaldi_dir/$d is not a valid Kaldi data dir" >&2; exit 1; }
+  done
+  mkdir -p data
+  mv data_check.json.tmp data/kaldi_dir.json
+  for x in train test; do
+    [ $x == train ] && src=$train || src=$test
+    stamp="$kaldi_dir/$src use_kaldi_feats=$use_kaldi_feats"
+    if [ -f data/$x/.imported ] && [ "$(cat data/$x/.imported)" == "$stamp" ]; then
+      echo "data/$x is already imported from $kaldi_dir/$src: skipping"
+      continue
+    fi
+    import_data_dir.py --keep-feats=$use_kaldi_feats "$kaldi_dir" "$kaldi_dir/$src" data/$x
+    echo "$stamp" > data/$x/.imported
+  done
+fi
+
+if run_stage 1; then
+  banner 1 "features ($([ $use_kaldi_feats == true ] && echo "the Kaldi dir's" || echo "$feat_type, $feat_config")) and CMVN stats"
+  for x in train test; do
+    if [ -s data/$x/feats.scp ] && [ -s data/$x/cmvn.scp ]; then
+      echo "data/$x already has feats.scp and cmvn.scp: skipping"
+      continue
+    fi
+    if [ $use_kaldi_feats == true ]; then
+      echo "$0: data/$x has no feats.scp/cmvn.scp: run stage 0 again with --use-kaldi-feats true" >&2
+      exit 1
+    fi
+    spk=$(wc -l < data/$x/spk2utt); this_nj=$(( nj < spk ? nj : spk ))
+    steps/make_$feat_type.sh --nj $this_nj --cmd "$train_cmd" --${feat_type}-config "$feat_config" \
+      data/$x exp/make_$feat_type/$x $feat_type
+    steps/compute_cmvn_stats.sh data/$x exp/make_$feat_type/$x $feat_type
+  done
+  for x in train test; do
+    [ -s data/$x/utt2num_frames ] || utils/data/get_utt2num_frames.sh data/$x
+  done
+fi
+
+if run_stage 2; then
+  banner 2 "import the alignments of $kaldi_dir/$ali; train/cv split by speaker"
+  if [ -s exp/ali_train/targets.scp ]; then
+    echo "exp/ali_train already holds the imported alignments: skipping"
+  else
+    steps/import_ali.sh "$kaldi_dir/$ali" data/train exp/ali_train
+  fi
+  if [ -s data/train_tr90/feats.scp ] && [ -s data/train_cv10/feats.scp ]; then
+    echo "data/train_tr90 and data/train_cv10 exist: skipping"
+  else
+    utils/subset_data_dir_tr_cv.sh data/train data/train_tr90 data/train_cv10
+  fi
+fi
+
+if run_stage 3; then
+  banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
+  if [ -f $dir/final.nnet ]; then
+    echo "$dir/final.nnet exists: skipping (delete it to train again)"
+  else
+    steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc \
+      --model-config $model_config --batching-config $batching_config \
+      --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
+      $train_opts data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
+      exp/ali_train exp/ali_train $dir
+  fi
+fi
+
+if run_stage 4; then
+  banner 4 "decode data/test with $kaldi_dir/$graph and score"
+  newest_wer=$(ls -t $dir/decode_test/wer_* 2>/dev/null | head -n 1 || true)
+  if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $dir/final.nnet ]; then
+    echo "$dir/decode_test is already scored: skipping"
+  else
+    steps/nnet/decode.sh --nj $nj --cmd "$decode_cmd" $decode_opts \
+      "$kaldi_dir/$graph" data/test $dir/decode_test
+  fi
+fi
+
+if run_stage 5; then
+  banner 5 "summary"
+  recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" $dir $dir/decode_test | tee $dir/summary.txt
+fi
+echo "$0: done in $(( $(date +%s) - start_time )) s"

@@ -1,0 +1,184 @@
+"""Import a Kaldi GMM alignment dir as hybrid training targets (``steps/import_ali.sh``).
+
+Reads ``<ali-dir>/final.mdl`` (its TransitionModel) and ``ali.{1..num_jobs}.gz`` job by job;
+maps transition-ids to pdf-ids; checks each alignment against the model (transition-ids in
+range, phones split as Kaldi's SplitToPhones expects) and against the feature frame count of
+``<data-dir>`` (``utt2num_frames``, else the ``feats.scp`` matrix headers) with Kaldi nnet1's
+``--length-tolerance``; optionally delays the labels. Writes into ``<dir>``: ``targets.ark``,
+``targets.scp`` (sorted), ``pdf_counts``, ``log_priors``, ``num_pdfs``, copies of ``final.mdl``,
+``tree``, ``phones.txt`` and ``import_report.json``.
+
+Everything is first written into a staging dir inside ``<dir>`` and moved into place only when
+the whole import succeeded, so a failed import leaves no partial output behind.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List
+
+import numpy as np
+
+from hybridasr.align.alignments import alignment_files, iter_alignment_file
+from hybridasr.align.counts import log_priors, write_counts
+from hybridasr.align.length import DROPPED, EXACT, PADDED, TRIMMED, match_length
+from hybridasr.align.phones import split_to_phones
+from hybridasr.align.transforms import delay_labels
+from hybridasr.errors import FormatError
+from hybridasr.kaldi.intvec import IntVectorWriter
+from hybridasr.kaldi.table import read_int_map
+from hybridasr.kaldi.transition_model import read_transition_model
+from hybridasr.kaldi.vector_io import write_kaldi_vector
+
+log = logging.getLogger("import_ali")
+
+OUTPUT_FILES = ("targets.ark", "targets.scp", "pdf_counts", "log_priors", "num_pdfs",
+                "final.mdl", "tree", "phones.txt", "import_report.json")
+_MAX_EXAMPLES = 20
+
+
+@dataclass
+class ImportReport:
+    ali_dir: str
+    data_dir: str
+    num_pdfs: int = 0
+    length_tolerance: int = 5
+    label_delay: int = 0
+    utterances_imported: int = 0
+    frames_imported: int = 0
+    exact_length: int = 0
+    trimmed_within_tolerance: int = 0
+    padded_within_tolerance: int = 0
+    dropped_over_tolerance: int = 0
+    features_without_alignment: int = 0
+    alignment_without_features: int = 0
+    examples: Dict[str, List[str]] = field(default_factory=dict)
+
+    def note(self, kind: str, utt: str) -> None:
+        ex = self.examples.setdefault(kind, [])
+        if len(ex) < _MAX_EXAMPLES:
+            ex.append(utt)
+
+
+def feature_lengths(data_dir: str) -> "OrderedDict[str, int]":
+    """Frame counts of the data dir's utterances: ``utt2num_frames``, else feats.scp headers."""
+    utt2num_frames = os.path.join(data_dir, "utt2num_frames")
+    if os.path.isfile(utt2num_frames):
+        return read_int_map(utt2num_frames)
+    feats = os.path.join(data_dir, "feats.scp")
+    if not os.path.isfile(feats):
+        raise FormatError(f"{data_dir}: neither utt2num_frames nor feats.scp: no features to "
+                          f"match the alignments against")
+    from hybridasr.data.lengths import read_scp_lengths
+
+    return read_scp_lengths(feats)
+
+
+def import_alignments(ali_dir: str, data_dir: str, out_dir: str, length_tolerance: int = 5,
+                      label_delay: int = 0) -> ImportReport:
+    model = os.path.join(ali_dir, "final.mdl")
+    if not os.path.isfile(model):
+        raise FormatError(f"{ali_dir}: no final.mdl (not a Kaldi alignment dir?)")
+    if length_tolerance < 0:
+        raise FormatError(f"--length-tolerance must be >= 0, got {length_tolerance}")
+    tm = read_transition_model(model)
+    files = alignment_files(ali_dir)
+    lengths = feature_lengths(data_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".import_ali.", dir=out_dir)
+    try:
+        report = _import_into(stage, tm, files, lengths, ali_dir, data_dir, out_dir,
+                              length_tolerance, label_delay)
+        for name in ("tree", "phones.txt"):
+            src = os.path.join(ali_dir, name)
+            if os.path.isfile(src):
+                shutil.copyfile(src, os.path.join(stage, name))
+        shutil.copyfile(model, os.path.join(stage, "final.mdl"))
+        # all outputs are complete: move them in (the report last: it marks a finished import)
+        old_report = os.path.join(out_dir, "import_report.json")
+        if os.path.exists(old_report):
+            os.unlink(old_report)
+        for name in OUTPUT_FILES:
+            if name != "import_report.json" and os.path.exists(os.path.join(stage, name)):
+                os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
+        os.replace(os.path.join(stage, "import_report.json"),
+                   os.path.join(out_dir, "import_report.json"))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return report
+
+
+def _import_into(stage: str, tm, files: List[str], lengths: "OrderedDict[str, int]",
+                 ali_dir: str, data_dir: str, out_dir: str, tolerance: int,
+                 delay: int) -> ImportReport:
+    report = ImportReport(ali_dir=ali_dir, data_dir=data_dir, num_pdfs=tm.num_pdfs,
+                          length_tolerance=tolerance, label_delay=delay)
+    counts = np.zeros(tm.num_pdfs, dtype=np.int64)
+    offsets: Dict[str, int] = {}
+    seen = set()
+    with IntVectorWriter(f"ark:{os.path.join(stage, 'targets.ark')}") as writer:
+        for path in files:
+            for utt, ali in iter_alignment_file(path):
+                what = f"{path}: utterance {utt}"
+                if utt in seen:
+                    raise FormatError(f"{what} is aligned twice in {ali_dir}")
+                seen.add(utt)
+                tm.check_alignment(ali, what)
+                _, ok = split_to_phones(tm, ali)
+                if not ok:
+                    raise FormatError(f"{what}: the alignment does not split into phones of "
+                                      f"{tm.name} (Kaldi's SplitToPhones fails): final.mdl "
+                                      f"does not match its alignments")
+                if utt not in lengths:
+                    report.alignment_without_features += 1
+                    report.note("alignment_without_features", utt)
+                    continue
+                pdfs, status = match_length(tm.tid2pdf[ali], lengths[utt], tolerance)
+                if status == DROPPED:
+                    report.dropped_over_tolerance += 1
+                    report.note("dropped_over_tolerance", utt)
+                    log.warning("%s: length mismatch: %d aligned frames, %d feature frames "
+                                "(tolerance %d): dropped", what, len(ali), lengths[utt],
+                                tolerance)
+                    continue
+                if status == TRIMMED:
+                    report.trimmed_within_tolerance += 1
+                    report.note("trimmed_within_tolerance", utt)
+                elif status == PADDED:
+                    report.padded_within_tolerance += 1
+                    report.note("padded_within_tolerance", utt)
+                else:
+                    assert status == EXACT
+                    report.exact_length += 1
+                if delay:
+                    pdfs = delay_labels(pdfs, delay)
+                offsets[utt] = writer.write(utt, pdfs)
+                counts += np.bincount(pdfs, minlength=tm.num_pdfs)
+                report.utterances_imported += 1
+                report.frames_imported += len(pdfs)
+    for utt in lengths:
+        if utt not in seen:
+            report.features_without_alignment += 1
+            report.note("features_without_alignment", utt)
+    if report.utterances_imported == 0:
+        raise FormatError(f"no utterance imported from {ali_dir} for {data_dir}: "
+                          f"{report.alignment_without_features} alignments without features, "
+                          f"{report.dropped_over_tolerance} dropped for length: wrong data dir?")
+    ark_final = os.path.join(out_dir, "targets.ark")
+    with open(os.path.join(stage, "targets.scp"), "w", encoding="utf-8") as f:
+        for utt in sorted(offsets):
+            f.write(f"{utt} {ark_final}:{offsets[utt]}\n")
+    write_counts(os.path.join(stage, "pdf_counts"), counts)
+    priors = log_priors(counts) if counts.sum() > 0 else np.zeros(tm.num_pdfs, np.float32)
+    write_kaldi_vector(os.path.join(stage, "log_priors"), priors)
+    with open(os.path.join(stage, "num_pdfs"), "w", encoding="utf-8") as f:
+        f.write(f"{tm.num_pdfs}\n")
+    with open(os.path.join(stage, "import_report.json"), "w", encoding="utf-8") as f:
+        json.dump(asdict(report), f, indent=1)
+        f.write("\n")
+    return report

@@ -1,0 +1,66 @@
+"""Truncated BPTT over a fixed set of streams (Kaldi nnet1 multistream; Variani et al.).
+
+``--tbptt=S:W``: S streams per batch, windows of W frames. Utterances, shuffled, go one after
+another into the stream that has the least work so far (what nnet1 does when a stream runs dry,
+and it keeps streams balanced); batch b holds window b of every stream. ``reset[s]`` is True
+where stream s starts an utterance (the trainer zeroes that stream's state), so state is
+carried only inside an utterance. With R ranks, R x S streams are filled together and rank r
+takes streams r*S .. r*S+S-1; every rank gets as many batches as the busiest stream has
+windows, idle streams being ``None`` (length 0, reset).
+"""
+from __future__ import annotations
+
+import heapq
+from typing import List, Optional
+
+import numpy as np
+
+from hybridasr.data.batching.base import BatchingStrategy, BatchPlan, Item, shuffled
+from hybridasr.errors import ConfigError
+
+
+class TruncatedBptt(BatchingStrategy):
+    name = "tbptt"
+
+    def __init__(self, arg, config, limits):
+        super().__init__(arg, config, limits)
+        self.streams, self.window = config.tbptt_streams_window()
+        if limits.max_seqs and self.streams > limits.max_seqs:
+            raise ConfigError(f"--tbptt={config.tbptt}: {self.streams} streams exceed "
+                              f"--max-seqs={limits.max_seqs}")
+        if limits.max_frames and self.streams * self.window > limits.max_frames:
+            raise ConfigError(f"--tbptt={config.tbptt}: {self.streams} x {self.window} frames "
+                              f"exceed --max-frames={limits.max_frames}")
+
+    def windows(self, item: Item) -> List[Item]:
+        return [Item(item.utt, s, min(s + self.window, item.end))
+                for s in range(item.start, item.end, self.window)]
+
+    def fill_streams(self, items: List[Item], num_streams: int) -> List[List[Item]]:
+        streams: List[List[Item]] = [[] for _ in range(num_streams)]
+        heap = [(0, s) for s in range(num_streams)]
+        for it in items:
+            load, s = heapq.heappop(heap)
+            win = self.windows(it)
+            streams[s].extend(win)
+            heapq.heappush(heap, (load + len(win), s))
+        return streams
+
+    def make_batches(self, items: List[Item], rng: np.random.Generator) -> List[BatchPlan]:
+        return self.plan(items, rng, 1)[0]
+
+    def plan(self, items: List[Item], rng: np.random.Generator,
+             world_size: int = 1) -> List[List[BatchPlan]]:
+        streams = self.fill_streams(shuffled(items, rng), self.streams * world_size)
+        num_batches = max((len(s) for s in streams), default=0)
+        out = []
+        for r in range(world_size):
+            mine = streams[r * self.streams:(r + 1) * self.streams]
+            batches = []
+            for b in range(num_batches):
+                win: List[Optional[Item]] = [s[b] if b < len(s) else None for s in mine]
+                reset = [w is None or b == 0 or s[b - 1].utt != w.utt or s[b - 1].end != w.start
+                         for w, s in zip(win, mine)]
+                batches.append(BatchPlan(win, reset=reset, carry_state=True))
+            out.append(batches)
+        return out

@@ -1,0 +1,185 @@
+"""``UtteranceDataset``: a Kaldi data dir's features (and frame targets) by utterance.
+
+Features are read with kaldiio random access on demand (nothing is copied into memory up
+front); lengths come from ``utt2num_frames`` or the ark headers. Per-speaker CMVN stats
+(small) are read once. The object pickles without open files, so loader workers rebuild
+their own readers.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections import OrderedDict
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from hybridasr.data.lengths import read_lengths
+from hybridasr.data.transform import FeatureTransform
+from hybridasr.errors import FormatError
+from hybridasr.kaldi.table import load_scp_lazy, read_map
+
+log = logging.getLogger(__name__)
+
+
+class UtteranceDataset:
+
+    def __init__(self, feats_scp: str, targets_scp: Optional[str] = None,
+                 utt2spk: Optional[str] = None, cmvn_scp: Optional[str] = None,
+                 transform: Optional[FeatureTransform] = None,
+                 utt2num_frames: Optional[str] = None):
+        self.feats_scp, self.targets_scp = feats_scp, targets_scp
+        self.transform = transform or FeatureTransform()
+        self.raw_lengths: Dict[str, int] = dict(read_lengths(feats_scp, utt2num_frames))
+        self.utt2spk = dict(read_map(utt2spk)) if utt2spk else None
+        self.cmvn: Optional[Dict[str, np.ndarray]] = None
+        if cmvn_scp:
+            self.cmvn = {k: np.asarray(v, np.float64) for k, v in load_scp_lazy(cmvn_scp).items()}
+        self._feats = None
+        self._targets = None
+        self.cache_utts = 0  # raw utterances kept (TBPTT reads each one window at a time)
+        self._cache: "OrderedDict[str, tuple]" = OrderedDict()
+        keys = list(self.raw_lengths)
+        if targets_scp:
+            have = set(self._target_reader().keys())
+            missing = [k for k in keys if k not in have]
+            if missing:
+                log.warning("%d of %d utterances have no targets in %s (e.g. %s): skipped",
+                            len(missing), len(keys), targets_scp, missing[0])
+                keys = [k for k in keys if k in have]
+        if self.cmvn is not None:
+            for k in keys:
+                self._cmvn_key(k)  # fail early on a speaker without stats
+        self.keys: List[str] = keys
+        self.lengths: Dict[str, int] = {k: self.raw_lengths[k] for k in keys}
+
+    @classmethod
+    def from_data_dir(cls, data_dir: str, targets_scp: Optional[str] = None,
+                      transform: Optional[FeatureTransform] = None,
+                      use_cmvn: bool = True) -> "UtteranceDataset":
+        """A Kaldi data dir: ``feats.scp`` and, where present, ``utt2spk``, ``cmvn.scp``
+        (when ``use_cmvn``) and ``utt2num_frames``."""
+        def opt(name):
+            p = os.path.join(data_dir, name)
+            return p if os.path.exists(p) else None
+
+        feats = os.path.join(data_dir, "feats.scp")
+        if not os.path.exists(feats):
+            raise FormatError(f"{data_dir}: no feats.scp (run steps/make_mfcc.sh first)")
+        return cls(feats, targets_scp, opt("utt2spk"), opt("cmvn.scp") if use_cmvn else None,
+                   transform, opt("utt2num_frames"))
+
+    # --- readers, opened lazily (and again in each worker process) ---------------------
+    def _feat_reader(self):
+        if self._feats is None:
+            self._feats = load_scp_lazy(self.feats_scp)
+        return self._feats
+
+    def _target_reader(self):
+        if self._targets is None:
+            self._targets = load_scp_lazy(self.targets_scp)
+        return self._targets
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_feats"] = state["_targets"] = None
+        state["_cache"] = OrderedDict()
+        return state
+
+    # --- access -----------------------------------------------------------------------
+    @property
+    def output_lengths(self) -> Dict[str, int]:
+        """Lengths in the transform's output frames (what batching plans with)."""
+        t = self.transform
+        return {k: t.output_length(n) for k, n in self.lengths.items()}
+
+    def _cmvn_key(self, utt: str) -> str:
+        key = self.utt2spk.get(utt) if self.utt2spk is not None else utt
+        if key is None:
+            raise FormatError(f"utterance {utt} is not in utt2spk")
+        if key not in self.cmvn:
+            raise FormatError(f"no CMVN stats for {key} (utterance {utt}) in the cmvn scp")
+        return key
+
+    def cmvn_stats(self, utt: str) -> Optional[np.ndarray]:
+        return None if self.cmvn is None else self.cmvn[self._cmvn_key(utt)]
+
+    def raw_feats(self, utt: str) -> np.ndarray:
+        try:
+            return self._feat_reader()[utt]
+        except KeyError:
+            raise FormatError(f"utterance {utt} is not in {self.feats_scp}") from None
+
+    def raw_targets(self, utt: str) -> Optional[np.ndarray]:
+        if not self.targets_scp:
+            return None
+        ali = np.asarray(self._target_reader()[utt]).reshape(-1)
+        if len(ali) != self.raw_lengths[utt]:
+            raise FormatError(f"utterance {utt}: {len(ali)} targets in {self.targets_scp} but "
+                              f"{self.raw_lengths[utt]} feature frames")
+        return ali
+
+    def load(self, utt: str, start: int = 0,
+             end: Optional[int] = None) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """Transformed features [T, D] float32 and targets [T] int64 (or None) of output
+        frames [start, end)."""
+        feats, ali = self._raw(utt)
+        x = self.transform(feats, self.cmvn_stats(utt), start, end)
+        y = None if ali is None else self.transform.targets(ali, start, start + len(x))
+        return x, y
+
+    def _raw(self, utt: str):
+        hit = self._cache.get(utt)
+        if hit is not None:
+            self._cache.move_to_end(utt)
+            return hit
+        feats = self.raw_feats(utt)
+        if feats.shape[0] != self.raw_lengths[utt]:
+            raise FormatError(f"utterance {utt}: {feats.shape[0]} frames, but its length "
+                              f"was given as {self.raw_lengths[utt]}")
+        pair = (feats, self.raw_targets(utt))
+        if self.cache_utts:
+            self._cache[utt] = pair
+            while len(self._cache) > self.cache_utts:
+                self._cache.popitem(last=False)
+        return pair
+
+    def __getitem__(self, utt: str):
+        return self.load(utt)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys)
+
+    def raw_pairs(self, max_utts: Optional[int] = None):
+        """(raw feats, cmvn stats) of the utterances, for ``FeatureTransform.fit``."""
+        for i, utt in enumerate(self.keys):
+            if max_utts is not None and i >= max_utts:
+                return
+            yield self.raw_feats(utt), self.cmvn_stats(utt)
+
+    def feature_dim(self) -> int:
+        return int(self.raw_feats(self.keys[0]).shape[1])
+
+    def fit_transform(self, stats_path: Optional[str] = None) -> FeatureTransform:
+        """Computes global normalisation statistics if the transform needs them (reading
+        them from ``stats_path`` when it exists, writing them there otherwise)."""
+        import json
+
+        from hybridasr.utils.atomic import atomic_open
+
+        t = self.transform
+        if not t.needs_fit:
+            return t
+        if stats_path and os.path.exists(stats_path):
+            with open(stats_path, encoding="utf-8") as f:
+                d = json.load(f)
+            t.global_mean, t.global_std = d["global_mean"], d["global_std"]
+            return t
+        t.fit(self.raw_pairs())
+        if stats_path:
+            with atomic_open(stats_path, "w", encoding="utf-8") as f:
+                json.dump({"global_mean": t.global_mean, "global_std": t.global_std}, f)
+        return t

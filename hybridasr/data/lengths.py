@@ -1,0 +1,87 @@
+"""Utterance lengths without reading the matrices: ``utt2num_frames`` or the ark headers.
+
+A binary Kaldi matrix at ``ark:offset`` starts ``\\0B``, a type token (``FM ``, ``DM ``,
+``CM ``, ``CM2 ``, ``CM3 ``) and then the row count: after a size byte for FM/DM, after two
+floats (min, range) for compressed matrices. Anything else (text arks, pipes, row ranges) is
+loaded with kaldiio to get its shape.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from collections import OrderedDict
+from typing import BinaryIO, Dict, Optional
+
+from hybridasr.errors import FormatError
+from hybridasr.kaldi.table import iter_map_lines, read_int_map
+
+_ARK_OFFSET = re.compile(r"^(?P<path>[^|]+):(?P<offset>\d+)$")
+
+
+def _rows_from_header(f: BinaryIO) -> Optional[int]:
+    if f.read(2) != b"\0B":
+        return None
+    token = b""
+    while len(token) < 5:
+        c = f.read(1)
+        if not c or c == b" ":
+            break
+        token += c
+    if token in (b"FM", b"DM"):
+        size, rows = struct.unpack("<bi", f.read(5))
+        return rows if size == 4 else None
+    if token in (b"CM", b"CM2", b"CM3"):
+        _, _, rows, _ = struct.unpack("<ffii", f.read(16))
+        return rows
+    return None
+
+
+def read_scp_lengths(feats_scp: str) -> "OrderedDict[str, int]":
+    """Number of rows of every matrix an scp names (headers only where possible)."""
+    out: "OrderedDict[str, int]" = OrderedDict()
+    handles: Dict[str, BinaryIO] = {}
+    fallback = []
+    try:
+        for lineno, utt, rx in iter_map_lines(feats_scp):
+            m = _ARK_OFFSET.match(rx)
+            rows = None
+            if m:
+                path = m.group("path")
+                if path not in handles:
+                    try:
+                        handles[path] = open(path, "rb")
+                    except OSError as e:
+                        raise FormatError(f"{feats_scp}:{lineno}: cannot open {path} for "
+                                          f"{utt}: {e.strerror}") from None
+                f = handles[path]
+                f.seek(int(m.group("offset")))
+                rows = _rows_from_header(f)
+            if rows is None:
+                fallback.append((lineno, utt, rx))
+            out[utt] = rows if rows is not None else -1
+    finally:
+        for f in handles.values():
+            f.close()
+    if fallback:
+        import kaldiio
+
+        for lineno, utt, rx in fallback:
+            try:
+                out[utt] = int(kaldiio.load_mat(rx).shape[0])
+            except Exception as e:  # kaldiio raises many kinds
+                raise FormatError(f"{feats_scp}:{lineno}: cannot read {rx} for {utt}: "
+                                  f"{e}") from None
+    return out
+
+
+def read_lengths(feats_scp: str, utt2num_frames: Optional[str] = None) -> "OrderedDict[str, int]":
+    """Lengths of the utterances in ``feats_scp`` (from ``utt2num_frames`` when given)."""
+    if utt2num_frames:
+        lengths = read_int_map(utt2num_frames)
+        keys = [utt for _, utt, _ in iter_map_lines(feats_scp)]
+        missing = [k for k in keys if k not in lengths]
+        if missing:
+            raise FormatError(f"{utt2num_frames}: no entry for utterance {missing[0]} of "
+                              f"{feats_scp} ({len(missing)} missing)")
+        return OrderedDict((k, lengths[k]) for k in keys)
+    return read_scp_lengths(feats_scp)

@@ -1,0 +1,82 @@
+"""Splitting an epoch's batches between ranks: disjoint shares, equal batch counts.
+
+Every rank computes the same global plan (a function of seed and epoch) and keeps its share.
+Unequal counts would hang the all-reduce, so when the count does not divide by the number of
+ranks, the batches with the most sequences are halved (halves stay in place, and halving only
+makes batches smaller, so limits still hold) until it does; rank r then takes batches r, r+R, ...
+"""
+from __future__ import annotations
+
+import heapq
+from typing import List
+
+from hybridasr.data.batching.base import BatchPlan, FrameBufferPlan
+from hybridasr.errors import ConfigError
+
+
+def _check_world(rank: int, world_size: int) -> None:
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ConfigError(f"bad rank {rank} of world size {world_size}")
+
+
+def split_to_multiple(batches: List[BatchPlan], multiple: int) -> List[BatchPlan]:
+    """Halves the largest batches until the count is a multiple of ``multiple``."""
+    need = (-len(batches)) % multiple
+    if not need:
+        return list(batches)
+    if sum(len(b.items) for b in batches) < len(batches) + need:
+        raise ConfigError(f"{sum(len(b.items) for b in batches)} sequences cannot fill "
+                          f"{len(batches) + need} batches for {multiple} ranks")
+    # halve the batch with the most sequences, again and again; halves stay in place
+    parts: List[List[BatchPlan]] = [[b] for b in batches]
+    heap = [(-len(b.items), i, 0) for i, b in enumerate(batches) if len(b.items) > 1]
+    heapq.heapify(heap)
+    while need:
+        _, i, k = heapq.heappop(heap)
+        b = parts[i][k]
+        h = len(b.items) // 2
+        first, second = BatchPlan(b.items[:h]), BatchPlan(b.items[h:])
+        parts[i][k:k + 1] = [first, second]
+        # indices after k shift by one: rebuild this batch's heap entries
+        heap = [e for e in heap if e[1] != i]
+        heap.extend((-len(p.items), i, j) for j, p in enumerate(parts[i]) if len(p.items) > 1)
+        heapq.heapify(heap)
+        need -= 1
+    return [p for ps in parts for p in ps]
+
+
+def deal_to_ranks(batches: List[BatchPlan], world_size: int) -> List[List[BatchPlan]]:
+    if world_size == 1:
+        return [list(batches)]
+    batches = split_to_multiple(batches, world_size)
+    return [batches[r::world_size] for r in range(world_size)]
+
+
+def deal_buffers_to_ranks(buffers: List[FrameBufferPlan],
+                          world_size: int) -> List[List[FrameBufferPlan]]:
+    """Frame shuffling: buffers dealt round-robin; ranks short of minibatches cut some of
+    their buffers into more (smaller) minibatches, so every rank has as many."""
+    buffers = list(buffers)
+    while 0 < len(buffers) < world_size:  # tiny data: halve the largest buffer
+        i = max(range(len(buffers)), key=lambda k: len(buffers[k].items))
+        b = buffers[i]
+        if len(b.items) < 2:
+            break
+        h = len(b.items) // 2
+        halves = [FrameBufferPlan(b.items[:h], b.seed, 1), FrameBufferPlan(b.items[h:], b.seed + 1, 1)]
+        buffers[i:i + 1] = halves
+    shares = [buffers[r::world_size] for r in range(world_size)]
+    counts = [sum(b.num_batches for b in s) for s in shares]
+    target = max(counts, default=0)
+    for share, count in zip(shares, counts):
+        extra = target - count
+        for b in sorted(share, key=lambda b: -b.num_frames):
+            if not extra:
+                break
+            add = min(extra, b.num_frames - b.num_batches)
+            b.num_batches += add
+            extra -= add
+        if extra:
+            raise ConfigError(f"too few frames to give every one of {world_size} ranks "
+                              f"{target} minibatches")
+    return shares

@@ -1,0 +1,156 @@
+"""The feature transform between stored features and the network, rebuilt at decode time.
+
+Per utterance, in this order: per-speaker CMVN from ``cmvn.scp`` (Kaldi ``apply-cmvn``
+semantics: ``norm_means``, ``norm_vars``), deltas (``add-deltas``), global mean/variance
+normalisation (statistics over the training set, ``fit``), splicing (``splice=5`` gives 11
+frames, nnet1's ``--splice``), frame stacking (frame t with the ``stack_frames - 1`` after it)
+and subsampling (every ``subsample``-th frame). Targets are subsampled alike and delayed by
+``label_delay`` frames (output t is trained on the label of frame t - delay; the first frames
+get -100, the ignore index). ``to_dict()`` is what a model stores; ``from_dict`` rebuilds it.
+
+Windows of an utterance (``start``/``end`` in output frames, for chunks and TBPTT) are computed
+from the frames they need plus context, and equal the same rows of the whole-utterance output.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from hybridasr.errors import ConfigError, FormatError
+from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
+from hybridasr.features.context import add_deltas, splice_frames
+
+IGNORE_INDEX = -100
+
+
+@dataclass
+class FeatureTransform:
+    norm_means: bool = True
+    norm_vars: bool = False
+    global_norm: bool = False
+    delta_order: int = 0
+    delta_window: int = 2
+    splice: int = 0
+    stack_frames: int = 1
+    subsample: int = 1
+    label_delay: int = 0
+    global_mean: Optional[List[float]] = None
+    global_std: Optional[List[float]] = None
+    var_floor: float = 1.0e-10
+
+    # --- construction ---------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: dict) -> "FeatureTransform":
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"unknown feature-transform keys: {', '.join(unknown)}")
+        t = cls(**d)
+        if t.norm_vars and not t.norm_means:
+            raise ConfigError("norm_vars needs norm_means (as in Kaldi)")
+        if min(t.stack_frames, t.subsample, t.delta_window) < 1 or \
+                min(t.splice, t.delta_order, t.label_delay) < 0:
+            raise ConfigError(f"bad feature transform settings: {d}")
+        return t
+
+    @classmethod
+    def from_config(cls, config) -> "FeatureTransform":
+        return cls.from_dict(config.transform_dict())
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    # --- global statistics ------------------------------------------------------------
+    @property
+    def needs_fit(self) -> bool:
+        return self.global_norm and self.global_mean is None
+
+    def fit(self, pairs: Iterable[Tuple[np.ndarray, Optional[np.ndarray]]]) -> "FeatureTransform":
+        """Global mean/std over (raw feats, cmvn stats or None) pairs, after CMVN and deltas."""
+        stats = None
+        for feats, cmvn in pairs:
+            stats = accumulate_cmvn_stats(self._pre_norm(feats, cmvn), stats)
+        if stats is None:
+            raise FormatError("no features to compute global normalisation statistics from")
+        dim = stats.shape[1] - 1
+        count = stats[0, dim]
+        mean = stats[0, :dim] / count
+        var = np.maximum(stats[1, :dim] / count - mean * mean, self.var_floor)
+        self.global_mean = [float(x) for x in mean]
+        self.global_std = [float(x) for x in np.sqrt(var)]
+        return self
+
+    # --- shapes -----------------------------------------------------------------------
+    def output_dim(self, input_dim: int) -> int:
+        return input_dim * (self.delta_order + 1) * (2 * self.splice + 1) * self.stack_frames
+
+    def output_length(self, num_frames: int) -> int:
+        return math.ceil(num_frames / self.subsample)
+
+    @property
+    def context(self) -> int:
+        """Input frames either side that an output frame's value can depend on."""
+        return self.splice + self.delta_order * self.delta_window + self.stack_frames - 1
+
+    # --- application ------------------------------------------------------------------
+    def _pre_norm(self, feats: np.ndarray, cmvn: Optional[np.ndarray]) -> np.ndarray:
+        x = np.asarray(feats, dtype=np.float32)
+        if cmvn is not None and self.norm_means:
+            x = apply_cmvn(x, cmvn, norm_means=True, norm_vars=self.norm_vars)
+        if self.delta_order:
+            x = add_deltas(x, self.delta_order, self.delta_window)
+        return x
+
+    def __call__(self, feats: np.ndarray, cmvn_stats: Optional[np.ndarray] = None,
+                 start: int = 0, end: Optional[int] = None) -> np.ndarray:
+        """Output frames [start, end) (default all) of one utterance, float32."""
+        feats = np.asarray(feats)
+        if feats.ndim != 2:
+            raise FormatError(f"expected a frames x dim matrix, got shape {feats.shape}")
+        T = feats.shape[0]
+        n_out = self.output_length(T)
+        end = n_out if end is None else min(end, n_out)
+        if not 0 <= start <= end:
+            raise FormatError(f"bad window [{start}, {end}) of an utterance of {n_out} frames")
+        if end == start:
+            return np.zeros((0, self.output_dim(feats.shape[1])), np.float32)
+        sub = self.subsample
+        lo = max(0, start * sub - self.context)
+        hi = min(T, (end - 1) * sub + 1 + self.context)
+        x = self._pre_norm(feats[lo:hi], cmvn_stats)
+        if self.global_norm:
+            if self.global_mean is None:
+                raise ConfigError("global normalisation has no statistics: call fit() first")
+            if len(self.global_mean) != x.shape[1]:
+                raise FormatError(f"global normalisation statistics have dim "
+                                  f"{len(self.global_mean)}, features {x.shape[1]}")
+            x = (x - np.asarray(self.global_mean, np.float32)) / \
+                np.asarray(self.global_std, np.float32)
+        if self.splice:
+            x = splice_frames(x, self.splice)
+        rows = np.arange(start * sub, end * sub, sub) - lo
+        if self.stack_frames > 1:
+            n = x.shape[0]
+            idx = np.minimum(rows[:, None] + np.arange(self.stack_frames)[None, :], n - 1)
+            return np.ascontiguousarray(x[idx].reshape(len(rows), -1), dtype=np.float32)
+        return np.ascontiguousarray(x[rows], dtype=np.float32)
+
+    def targets(self, ali: np.ndarray, start: int = 0, end: Optional[int] = None) -> np.ndarray:
+        """Frame labels subsampled and delayed like the features, int64, -100 = ignore."""
+        y = np.asarray(ali, dtype=np.int64)[::self.subsample]
+        if self.label_delay:
+            d = self.label_delay
+            y = np.concatenate([np.full(min(d, len(y)), IGNORE_INDEX, np.int64), y[:len(y) - d]])
+        return y[start:end]
+
+    def undo_label_delay(self, outputs: np.ndarray) -> np.ndarray:
+        """Decode time: row t of the result is the network's output for frame t (the output
+        ``label_delay`` frames later; the last rows repeat the final output)."""
+        d = self.label_delay
+        if not d or len(outputs) == 0:
+            return outputs
+        idx = np.minimum(np.arange(len(outputs)) + d, len(outputs) - 1)
+        return outputs[idx]

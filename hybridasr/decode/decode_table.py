@@ -1,0 +1,131 @@
+"""Decoding a table of log-likelihood matrices (what ``decode-faster-mapped`` does).
+
+Every utterance of the input gets an output line: an utterance with no surviving path is
+written with an empty word sequence (so scoring counts its words as deletions) and a warning;
+one that reaches no final state gets its best partial path (Kaldi's ``--allow-partial``).
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from typing import Dict, Iterable, Optional, Tuple
+
+import numpy as np
+
+from hybridasr.decode.decoder import MappedDecoder
+from hybridasr.errors import FormatError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DecodeSummary:
+    num_done: int = 0
+    num_partial: int = 0
+    num_failed: int = 0
+    num_frames: int = 0
+    total_acoustic_cost: float = 0.0
+    elapsed: float = 0.0
+
+    def describe(self, acoustic_scale: float) -> str:
+        per_frame = (-self.total_acoustic_cost / acoustic_scale / self.num_frames
+                     if self.num_frames and acoustic_scale else 0.0)
+        rtf = self.elapsed / (self.num_frames / 100.0) if self.num_frames else 0.0
+        return (f"decoded {self.num_done} utterances ({self.num_partial} without reaching a final "
+                f"state, {self.num_failed} failed: written empty); log-like per frame "
+                f"{per_frame:.4f} over {self.num_frames} frames; {self.elapsed:.2f}s, "
+                f"real-time factor {rtf:.4f} at 100 frames/s")
+
+
+class TokenTableWriter:
+    """Writes ``key [ints]`` to a wspecifier: ``ark,t:file`` / ``ark,t:-`` as Kaldi text
+    (atomically for a file), other ``ark:`` forms as a binary int32-vector archive (kaldiio)."""
+
+    def __init__(self, wspecifier: str):
+        kind, sep, path = wspecifier.partition(":")
+        opts = {o.strip() for o in kind.split(",")} if sep else set()
+        if "ark" not in opts or "scp" in opts:
+            raise FormatError(f"bad wspecifier {wspecifier!r}: expected ark,t:<file> or "
+                              f"ark:<file>")
+        self._ctx = self._f = self._helper = None
+        if "t" in opts:
+            if path == "-":
+                self._f = sys.stdout
+            else:
+                from hybridasr.utils.atomic import atomic_open
+
+                self._ctx = atomic_open(path, "w", encoding="utf-8")
+                self._f = self._ctx.__enter__()
+        else:
+            import kaldiio
+
+            self._helper = kaldiio.WriteHelper(wspecifier)
+
+    def write(self, key: str, ids) -> None:
+        if self._f is not None:
+            self._f.write(key + " " + "".join(f"{i} " for i in ids) + "\n")
+        else:
+            self._helper[key] = np.asarray(ids, dtype=np.int32)
+
+    def close(self, ok: bool = True) -> None:
+        if self._ctx is not None:
+            if ok:
+                self._ctx.__exit__(None, None, None)
+            else:
+                self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        elif self._f is not None:
+            self._f.flush()
+        if self._helper is not None:
+            self._helper.close()
+
+
+def read_matrices(rspecifier: str) -> Iterable[Tuple[str, np.ndarray]]:
+    """(key, matrix) pairs of a Kaldi rspecifier (``scp:``, ``ark:``, ``ark:-``, pipes)."""
+    import kaldiio
+
+    try:
+        reader = kaldiio.ReadHelper(rspecifier)
+    except (ValueError, OSError) as e:
+        raise FormatError(f"cannot read {rspecifier!r}: {e}") from None
+    with reader:
+        for key, mat in reader:
+            yield key, np.asarray(mat)
+
+
+def decode_table(decoder: MappedDecoder, matrices: Iterable[Tuple[str, np.ndarray]],
+                 acoustic_scale: float, words: TokenTableWriter,
+                 alignments: Optional[TokenTableWriter] = None,
+                 symbols: Optional[Dict[int, str]] = None,
+                 allow_partial: bool = True) -> DecodeSummary:
+    summary = DecodeSummary()
+    start = time.perf_counter()
+    for key, mat in matrices:
+        r = decoder.decode(mat, acoustic_scale, utt=key)
+        summary.num_done += 1
+        summary.num_frames += r.num_frames
+        if not r.ok:
+            summary.num_failed += 1
+            log.warning("utterance %s: no surviving path over %d frames (fewer frames than "
+                        "the graph needs, or beam too narrow): written with no words",
+                        key, r.num_frames)
+        elif not r.reached_final:
+            summary.num_partial += 1
+            if allow_partial:
+                log.warning("utterance %s: no final state reached; writing the partial "
+                            "best path", key)
+            else:
+                log.warning("utterance %s: no final state reached (--allow-partial=false): "
+                            "written with no words", key)
+                r.words, r.alignment = [], []
+        summary.total_acoustic_cost += r.acoustic_cost
+        words.write(key, r.words)
+        if alignments is not None:
+            alignments.write(key, r.alignment)
+        if symbols is not None:
+            text = " ".join(symbols.get(w, f"<id {w}>") for w in r.words)
+            log.info("%s %s (cost %.3f graph + %.3f acoustic over %d frames)", key, text,
+                     r.graph_cost, r.acoustic_cost, r.num_frames)
+    summary.elapsed = time.perf_counter() - start
+    return summary

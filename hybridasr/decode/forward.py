@@ -1,0 +1,148 @@
+"""Running a trained acoustic model over a data dir, utterance by utterance.
+
+Features go through the model's own feature transform (stored with the model), exactly as in
+training. A recurrent model sees each utterance whole, or, when ``chunk_size`` is set (to
+bound memory), in chunks of ``chunk_size`` output frames with ``chunk_overlap`` extra frames
+of context on each side whose outputs are dropped. The result has one row per *input* frame,
+as the decoding graph expects: the label delay is undone and subsampled outputs are repeated.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional, Tuple
+
+import numpy as np
+import torch
+
+from hybridasr.decode.loglikes import scaled_loglikes
+from hybridasr.errors import ConfigError, FormatError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ChunkOptions:
+    chunk_size: int = 0  # 0: whole utterances
+    chunk_overlap: int = 0
+
+    def windows(self, n: int) -> Iterator[Tuple[int, int, int, int]]:
+        """(lo, hi, keep_from, keep_to): run rows [lo, hi), keep [keep_from, keep_to)."""
+        if self.chunk_size <= 0:
+            yield 0, n, 0, n
+            return
+        for start in range(0, n, self.chunk_size):
+            end = min(n, start + self.chunk_size)
+            yield max(0, start - self.chunk_overlap), min(n, end + self.chunk_overlap), start, end
+
+
+def device_for(use_gpu: str) -> torch.device:
+    """Kaldi's ``--use-gpu`` values: no, yes (fail without a GPU), optional / wait."""
+    if use_gpu not in ("no", "yes", "optional", "wait"):
+        raise ConfigError(f"--use-gpu must be no|yes|optional|wait, got {use_gpu!r}")
+    if use_gpu == "no":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if use_gpu == "yes":
+        raise ConfigError("--use-gpu=yes but no CUDA device is available")
+    return torch.device("cpu")
+
+
+@torch.inference_mode()
+def model_logits(model: torch.nn.Module, feats: np.ndarray, device: torch.device,
+                 chunks: ChunkOptions = ChunkOptions()) -> np.ndarray:
+    """[T, D] transformed features -> [T, P] logits (float32, on the CPU)."""
+    parts = []
+    for lo, hi, keep_from, keep_to in chunks.windows(len(feats)):
+        x = torch.from_numpy(np.ascontiguousarray(feats[lo:hi])).to(device).unsqueeze(0)
+        lengths = torch.tensor([hi - lo], dtype=torch.long)
+        y = model(x, lengths)
+        if isinstance(y, (tuple, list)):
+            y = y[0]
+        parts.append(y[0, keep_from - lo:keep_to - lo].float().cpu().numpy())
+    return np.concatenate(parts, axis=0)
+
+
+def to_input_rate(outputs: np.ndarray, transform, num_input_frames: int) -> np.ndarray:
+    """Undo the label delay, then repeat each output ``subsample`` times (one row per input
+    frame)."""
+    out = transform.undo_label_delay(outputs)
+    if transform.subsample > 1:
+        out = np.repeat(out, transform.subsample, axis=0)[:num_input_frames]
+    if len(out) != num_input_frames:
+        raise FormatError(f"model gave {len(out)} frames for {num_input_frames} input frames")
+    return out
+
+
+@dataclass
+class ForwardSummary:
+    num_utts: int = 0
+    num_frames: int = 0
+    elapsed: float = 0.0
+
+
+def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
+                    write: Callable[[str, np.ndarray], None],
+                    num_outputs: int, log_priors: Optional[np.ndarray] = None,
+                    prior_scale: float = 1.0,
+                    chunks: ChunkOptions = ChunkOptions()) -> ForwardSummary:
+    """For each utterance of ``dataset`` (a ``UtteranceDataset`` carrying the model's
+    transform): scaled log-likelihoods [frames, num_outputs], passed to ``write(key, m)``."""
+    summary = ForwardSummary()
+    start = time.perf_counter()
+    model.eval()
+    for utt in dataset:
+        feats, _ = dataset.load(utt)
+        n_in = dataset.lengths[utt]
+        if len(feats) == 0:
+            log.warning("utterance %s has no frames: written as an empty matrix", utt)
+            ll = np.zeros((0, num_outputs), np.float32)
+        else:
+            logits = model_logits(model, feats, device, chunks)
+            if logits.shape[1] != num_outputs:
+                raise FormatError(f"utterance {utt}: the model gave {logits.shape[1]} outputs, "
+                                  f"expected {num_outputs}")
+            ll = to_input_rate(scaled_loglikes(logits, log_priors, prior_scale),
+                               dataset.transform, n_in)
+        write(utt, ll)
+        summary.num_utts += 1
+        summary.num_frames += n_in
+    summary.elapsed = time.perf_counter() - start
+    return summary
+
+
+def add_forward_options(parser) -> None:
+    """The options every tool that forwards a model shares."""
+    parser.add_argument("--use-gpu", default="no", help="no|yes|optional")
+    parser.add_argument("--chunk-size", type=int, default=0,
+                        help="forward utterances in chunks of this many frames (0: whole)")
+    parser.add_argument("--chunk-overlap", type=int, default=0,
+                        help="context frames on each side of a chunk (their outputs dropped)")
+
+
+def chunk_options(args) -> ChunkOptions:
+    if args.chunk_size < 0 or args.chunk_overlap < 0:
+        raise ConfigError("--chunk-size and --chunk-overlap must be >= 0")
+    return ChunkOptions(args.chunk_size, args.chunk_overlap)
+
+
+def load_model_and_data(model_path: str, data_dir: str, device: torch.device,
+                        targets_scp: Optional[str] = None):
+    """(model, meta, dataset): a saved model and a data dir read through the model's own
+    feature transform (per-speaker CMVN when the transform normalises means)."""
+    from hybridasr.data.dataset import UtteranceDataset
+    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.models import load_model
+
+    model, meta = load_model(model_path, device)
+    transform = FeatureTransform.from_dict(meta["transform"])
+    dataset = UtteranceDataset.from_data_dir(data_dir, targets_scp=targets_scp,
+                                             transform=transform, use_cmvn=transform.norm_means)
+    if len(dataset) and "input_dim" in meta:
+        dim = transform.output_dim(dataset.feature_dim())
+        if dim != int(meta["input_dim"]):
+            raise FormatError(f"{data_dir}: its features give network input dim {dim}, "
+                              f"{model_path} expects {meta['input_dim']}")
+    return model, meta, dataset

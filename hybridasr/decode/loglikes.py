@@ -1,0 +1,42 @@
+"""Network outputs -> scaled log-likelihoods, Kaldi nnet1 ``nnet-forward`` style.
+
+``log p(x|s) ~ log p(s|x) - prior_scale * log p(s)``: log-softmax of the logits minus the
+scaled log-priors from the alignment's pdf counts (``--class-frame-counts``). Pdfs whose prior
+is below ``prior_floor`` get a huge log-prior (see ``hybridasr.align.counts.log_priors``), so
+their log-likelihood is hugely negative and the decoder never uses them. Kaldi's nnet1 with
+``--no-softmax`` subtracts the priors from the pre-softmax activations instead; that differs
+from the log-softmax by one constant per frame, which changes no decoding result.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import torch
+
+from hybridasr.errors import FormatError
+
+
+def load_log_priors(counts_path: str, num_pdfs: int, prior_floor: float = 1e-10) -> np.ndarray:
+    """Log-priors from a counts file (``ali_train_pdf.counts``); its size must be the model's
+    number of outputs."""
+    from hybridasr.align.counts import log_priors, read_counts
+
+    counts = np.asarray(read_counts(counts_path))
+    if counts.size != num_pdfs:
+        raise FormatError(f"{counts_path} has {counts.size} pdf counts but the model has "
+                          f"{num_pdfs} outputs: the counts (and the alignment model) do not "
+                          f"belong to this network")
+    return np.asarray(log_priors(counts, floor=prior_floor), dtype=np.float32)
+
+
+def scaled_loglikes(logits, log_priors: Optional[np.ndarray] = None,
+                    prior_scale: float = 1.0) -> np.ndarray:
+    """[T, P] logits (tensor or array) -> float32 log-posteriors minus scaled log-priors."""
+    x = torch.as_tensor(logits).float()
+    out = torch.log_softmax(x, dim=-1).cpu().numpy()
+    if log_priors is not None:
+        if log_priors.shape[-1] != out.shape[-1]:
+            raise FormatError(f"{log_priors.shape[-1]} log-priors for {out.shape[-1]} outputs")
+        out = out - np.float32(prior_scale) * log_priors
+    return out.astype(np.float32, copy=False)

@@ -1,0 +1,206 @@
+"""One feature-extraction job: ``wav.scp`` (+ ``segments``) in, ark/scp of features out.
+
+What Kaldi does with ``extract-segments | compute-mfcc-feats | copy-feats --compress``, in one
+process: utterances that cannot be read or are too short are skipped with a warning naming them;
+the job fails (writing nothing) only when more than ``max_skipped_fraction`` of them were
+skipped. The ark and scp appear atomically (``ArkScpWriter``), as do ``utt2num_frames`` and
+``utt2dur``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+
+from hybridasr.errors import ConfigError, FormatError, HybridAsrError
+from hybridasr.features.audio import Audio, UtteranceError, iter_audio
+from hybridasr.features.extractor import FeatureExtractor
+from hybridasr.features.options import FeatureOptions
+from hybridasr.features.specifiers import text_table_path
+from hybridasr.kaldi.table import ArkScpWriter, parse_wspecifier, read_map, write_map
+
+log = logging.getLogger("hybridasr.features")
+
+
+@dataclass
+class JobReport:
+    num_utts: int = 0
+    num_done: int = 0
+    skipped: List[str] = field(default_factory=list)
+    audio_seconds: float = 0.0
+    num_frames: int = 0
+    wall_seconds: float = 0.0
+
+    @property
+    def num_skipped(self) -> int:
+        return len(self.skipped)
+
+
+def read_vtln_map(vtln_map: str, utt2spk: Optional[str]) -> Dict[str, float]:
+    """utt -> warp factor, from a text ``key warp`` table keyed by utterance or (with utt2spk)
+    by speaker."""
+    path = text_table_path(vtln_map)
+    warps = {}
+    for key, value in read_map(path).items():
+        try:
+            warps[key] = float(value)
+        except ValueError:
+            raise FormatError(f"{path}: warp factor of {key!r} is not a number: "
+                              f"{value!r}") from None
+    if utt2spk:
+        spk = read_map(text_table_path(utt2spk))
+        return {u: warps[s] for u, s in spk.items() if s in warps}
+    return warps
+
+
+class _Resampler:
+    """Kaldi's allow-downsample/allow-upsample: windowed-sinc resampling (6 zeros, 0.99
+    cutoff, as Kaldi's LinearResample), via torchaudio."""
+
+    def __init__(self, opts: FeatureOptions):
+        self.opts = opts
+
+    def __call__(self, audio: Audio) -> np.ndarray:
+        target = self.opts.sample_frequency
+        if audio.rate == target:
+            return audio.samples
+        if (audio.rate > target and self.opts.allow_downsample) or (
+                audio.rate < target and self.opts.allow_upsample):
+            import torchaudio.functional as taF
+
+            with torch.inference_mode():
+                x = torch.from_numpy(np.ascontiguousarray(audio.samples, dtype=np.float32))
+                y = taF.resample(x, int(audio.rate), int(target), lowpass_filter_width=6,
+                                 rolloff=0.99)
+            return y.numpy()
+        hint = "--allow-downsample=true" if audio.rate > target else "--allow-upsample=true"
+        raise HybridAsrError(f"sample frequency mismatch for utterance {audio.key}: the "
+                             f"options say --sample-frequency={target:g} but the audio is "
+                             f"{audio.rate} Hz (set --sample-frequency, or {hint} to "
+                             f"resample)")
+
+
+def compute_feature_table(wav_scp: str, wspecifier: str, opts: FeatureOptions, *,
+                          segments: Optional[str] = None, seed: int = 0,
+                          compress: bool = False, compression_method: int = 1,
+                          channel: int = -1,
+                          min_duration: float = 0.0, subtract_mean: bool = False,
+                          vtln_warp: float = 1.0, vtln_warps: Optional[Dict[str, float]] = None,
+                          utt2num_frames: Optional[str] = None, utt2dur: Optional[str] = None,
+                          max_skipped_fraction: float = 0.05, batch_frames: int = 4000,
+                          min_segment_length: float = 0.1, max_overshoot: float = 0.5,
+                          num_threads: int = 1) -> JobReport:
+    """Computes the features of every utterance and writes them (see the module doc).
+
+    ``num_threads``: torch threads while the job runs (1: parallel jobs give the speed, and
+    one thread is fastest for these small matrices); the previous setting is restored."""
+    threads_before = torch.get_num_threads()
+    if num_threads > 0:
+        torch.set_num_threads(num_threads)
+    try:
+        return _compute_feature_table(
+            wav_scp, wspecifier, opts, segments=segments, seed=seed, compress=compress,
+            compression_method=compression_method, channel=channel,
+            min_duration=min_duration, subtract_mean=subtract_mean, vtln_warp=vtln_warp,
+            vtln_warps=vtln_warps, utt2num_frames=utt2num_frames, utt2dur=utt2dur,
+            max_skipped_fraction=max_skipped_fraction, batch_frames=batch_frames,
+            min_segment_length=min_segment_length, max_overshoot=max_overshoot)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _compute_feature_table(wav_scp, wspecifier, opts, *, segments, seed, compress,
+                           compression_method, channel, min_duration, subtract_mean,
+                           vtln_warp, vtln_warps, utt2num_frames, utt2dur,
+                           max_skipped_fraction, batch_frames, min_segment_length,
+                           max_overshoot) -> JobReport:
+    _, ark, scp = parse_wspecifier(wspecifier)
+    if ark == "-" or scp == "-":
+        raise ConfigError(f"{wspecifier!r}: writing to stdout is not supported; "
+                          f"write ark,scp:<ark>,<scp> files")
+    t0 = time.perf_counter()
+    report = JobReport()
+    extractor = FeatureExtractor(opts, seed=seed)
+    resample = _Resampler(opts)
+    num_frames: List[tuple] = []
+    durations: List[tuple] = []
+    pending: List[tuple] = []  # (key, samples, duration)
+    pending_frames = 0
+    pending_warp = None
+
+    def skip(key: str, reason: str) -> None:
+        log.warning("skipping utterance %s: %s", key, reason)
+        report.skipped.append(key)
+
+    def flush(writer: ArkScpWriter) -> None:
+        nonlocal pending, pending_frames
+        if not pending:
+            return
+        feats = extractor.compute_batch([p[1] for p in pending], pending_warp,
+                                        [p[0] for p in pending])
+        for (key, _, dur), f in zip(pending, feats):
+            if f.shape[0] == 0:
+                skip(key, f"too short for one frame ({dur:.3f}s)")
+                continue
+            if subtract_mean:
+                f = f - f.mean(axis=0, keepdims=True)
+            writer.write(key, f)
+            num_frames.append((key, f.shape[0]))
+            durations.append((key, f"{dur:g}"))
+            report.num_done += 1
+            report.num_frames += f.shape[0]
+            report.audio_seconds += dur
+        pending, pending_frames = [], 0
+
+    # Kaldi's copy-feats --compress=true: method 1 (kAutomaticMethod: 8-bit per-column
+    # "CM" for more than 8 frames, 16-bit "CM2" otherwise); 2 forces CM
+    compression = compression_method if compress else None
+    with ArkScpWriter(ark, scp, compression_method=compression) as writer:
+        for item in iter_audio(wav_scp, segments, channel=channel,
+                               min_segment_length=min_segment_length,
+                               max_overshoot=max_overshoot,
+                               warn=lambda m: log.warning("%s", m)):
+            report.num_utts += 1
+            if isinstance(item, UtteranceError):
+                skip(item.key, item.reason)
+                continue
+            dur = item.duration
+            if dur < min_duration:
+                skip(item.key, f"too short ({dur:.3f}s < --min-duration={min_duration})")
+                continue
+            warp = vtln_warp
+            if vtln_warps is not None:
+                if item.key not in vtln_warps:
+                    skip(item.key, "no entry in the --vtln-map")
+                    continue
+                warp = vtln_warps[item.key]
+            samples = resample(item)
+            if pending and warp != pending_warp:
+                flush(writer)
+            pending_warp = warp
+            pending.append((item.key, samples, dur))
+            pending_frames += opts.num_frames(len(samples))
+            if pending_frames >= batch_frames:
+                flush(writer)
+        flush(writer)
+        report.wall_seconds = time.perf_counter() - t0
+        if report.num_utts and report.num_done == 0:
+            raise HybridAsrError(f"no features computed: all {report.num_utts} utterances of "
+                                 f"{wav_scp} failed (first: {report.skipped[0]})")
+        if report.num_skipped > max_skipped_fraction * report.num_utts:
+            raise HybridAsrError(
+                f"{report.num_skipped} of {report.num_utts} utterances of "
+                f"{segments or wav_scp} were skipped (more than --max-skipped-fraction="
+                f"{max_skipped_fraction}); first skipped: {', '.join(report.skipped[:5])}")
+    if utt2num_frames:
+        write_map(text_table_path(utt2num_frames), num_frames)
+    if utt2dur:
+        write_map(text_table_path(utt2dur), durations)
+    log.info("Done %d out of %d utterances (%d skipped); %.1f s of audio in %.2f s",
+             report.num_done, report.num_utts, report.num_skipped, report.audio_seconds,
+             report.wall_seconds)
+    return report

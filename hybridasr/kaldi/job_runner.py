@@ -1,0 +1,491 @@
+"""Kaldi's job runners (``utils/run.pl``, ``utils/slurm.pl``, ``utils/queue.pl``), stdlib only.
+
+The contract, as Kaldi's run.pl has it::
+
+    run.pl [options] [JOB=1:N] <log-file> <command...>
+
+- options before (or around) the job range: ``--max-jobs-run N`` (``-tc N``), ``--gpu N``,
+  ``--mem 4G``, ``--num-threads N``, ``--time T``, ``--config F``; run.pl ignores all but
+  ``--max-jobs-run``, the cluster runners map them onto their submit command;
+- ``NAME=a:b`` (or ``NAME=a``) runs jobs a..b; every occurrence of NAME in the command and the
+  log name is replaced by the job number (plain text replacement, as Kaldi's ``s/NAME/n/g``);
+- the command words are joined as Kaldi joins them (a word with whitespace is quoted) and run
+  by bash, so ``"ark:gunzip -c x.gz |"`` and a separate ``\\|`` behave as in Kaldi;
+- each log starts ``# <command>``, ``# Started at <date>``, ``#`` and ends
+  ``# Accounting: time=<s> threads=1`` and ``# Ended (code <n>) at <date>, elapsed time <s>
+  seconds``;
+- a failure gives exit status 1 and ``run.pl: 2 / 4 failed, log is in log/name.*.log``
+  (one job: ``run.pl: job failed, log is in log/name.log``).
+
+This module must import with the system python3 alone: no numpy, nothing outside the stdlib.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+_JOB_RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\d+):(\d+)$")
+_JOB_SINGLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\d+)$")
+_ENDED = re.compile(r"^# Ended \(code (\d+)(?:; signal (\d+))?\)")
+
+
+class JobSpecError(Exception):
+    """Bad runner arguments (the runner prints the message and exits 1)."""
+
+
+@dataclass
+class JobRequest:
+    """A parsed runner command line."""
+    log: str
+    command: str
+    name: Optional[str] = None  # e.g. "JOB"
+    start: int = 1
+    end: int = 1
+    max_jobs_run: Optional[int] = None
+    options: Dict[str, str] = field(default_factory=dict)  # mem, gpu, num_threads, time, ...
+    config: Optional[str] = None
+
+    @property
+    def job_ids(self) -> range:
+        return range(self.start, self.end + 1)
+
+    def log_for(self, job_id: int) -> str:
+        return self.log.replace(self.name, str(job_id)) if self.name else self.log
+
+    def command_for(self, job_id: int) -> str:
+        return self.command.replace(self.name, str(job_id)) if self.name else self.command
+
+    def log_pattern(self) -> str:
+        """The log name for messages: ``log/name.*.log`` for many jobs."""
+        if self.name is None:
+            return self.log
+        if self.start == self.end:
+            return self.log_for(self.start)
+        return self.log.replace(self.name, "*")
+
+
+def join_command(words: List[str]) -> str:
+    """Kaldi's joining: a word without whitespace as is, else quoted ('...' if it holds a
+    double quote, "..." otherwise)."""
+    out = []
+    for w in words:
+        if w and not re.search(r"\s", w):
+            out.append(w)
+        elif '"' in w:
+            out.append(f"'{w}'")
+        else:
+            out.append(f'"{w}"')
+    return " ".join(out)
+
+
+def parse_args(argv: List[str], prog: str) -> JobRequest:
+    """Parses ``[options] [NAME=a:b] [options] <log> <command...>`` (Kaldi's order rules)."""
+    args = list(argv)
+    opts: Dict[str, str] = {}
+    name, start, end = None, 1, 1
+    max_jobs_run = None
+    config = None
+    for _ in range(2):  # options may come before and after the job range, as in Kaldi
+        while len(args) >= 2 and args[0].startswith("-"):
+            switch = args.pop(0)
+            if "=" in switch and switch.startswith("--"):
+                switch, value = switch.split("=", 1)
+            elif switch == "-V":
+                continue
+            else:
+                value = args.pop(0)
+            if switch == "-pe" and args:  # -pe smp 4 (GridEngine)
+                opts["num_threads"] = args.pop(0)
+                continue
+            key = switch.lstrip("-").replace("-", "_")
+            if key in ("max_jobs_run", "tc"):
+                try:
+                    max_jobs_run = int(value)
+                except ValueError:
+                    max_jobs_run = 0
+                if max_jobs_run <= 0:
+                    raise JobSpecError(f"{prog}: invalid option {switch} {value}")
+            elif key == "config":
+                config = value
+            else:
+                opts[key] = value
+        if args:
+            m = _JOB_RANGE.match(args[0]) or _JOB_SINGLE.match(args[0])
+            if m:
+                name = m.group(1)
+                start = int(m.group(2))
+                end = int(m.group(3)) if m.lastindex == 3 else start
+                if start > end:
+                    raise JobSpecError(f"{prog}: invalid job range {args[0]}")
+                if start <= 0:
+                    raise JobSpecError(f"{prog}: invalid job range {args[0]}, start must be "
+                                       f"strictly positive")
+                args.pop(0)
+            elif re.match(r".+=.*:.*$", args[0]):
+                print(f"{prog}: Warning: suspicious first argument to {prog}: {args[0]}",
+                      file=sys.stderr)
+    if len(args) < 2:
+        raise JobSpecError(
+            f"Usage: {prog} [options] [JOB=1:n] <log-file> <command...>\n"
+            f" e.g.: {prog} JOB=1:4 exp/log/compute.JOB.log echo JOB\n"
+            f"Options: --max-jobs-run <n> (at most n jobs at a time), --gpu <0|1>, "
+            f"--mem <mem>, --num-threads <n>, --config <conf>")
+    log = args.pop(0)
+    if name is not None and name not in log and end > start:
+        raise JobSpecError(f"{prog}: you are trying to run a parallel job but you are putting "
+                           f"the output into just one log file ({log})")
+    return JobRequest(log=log, command=join_command(args), name=name, start=start, end=end,
+                      max_jobs_run=max_jobs_run, options=opts, config=config)
+
+
+def date_string() -> str:
+    """What ``date`` prints: ``Sun Nov 22 17:27:07 UTC 2026``."""
+    return time.strftime("%a %b %e %H:%M:%S %Z %Y")
+
+
+def log_head(command: str) -> str:
+    return f"# {command}\n# Started at {date_string()}\n#\n"
+
+
+def log_tail(returncode: int, elapsed: int) -> str:
+    """The closing lines; a negative return code (killed by a signal) reads like Kaldi's."""
+    if returncode < 0:
+        code = f"code 0; signal {-returncode}"
+    else:
+        code = f"code {returncode}"
+    return (f"# Accounting: time={elapsed} threads=1\n"
+            f"# Ended ({code}) at {date_string()}, elapsed time {elapsed} seconds\n")
+
+
+def ended_code(log: str) -> Optional[int]:
+    """The exit code a finished job wrote at the end of its log (None: no such line)."""
+    try:
+        with open(log, "r", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()[-5:]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        m = _ENDED.match(line)
+        if m:
+            return int(m.group(1)) or (128 + int(m.group(2)) if m.group(2) else 0)
+    return None
+
+
+def report_failures(req: JobRequest, prog: str, num_failed: int) -> int:
+    """Prints Kaldi's failure line; returns the runner's exit status."""
+    if num_failed == 0:
+        return 0
+    njobs = req.end - req.start + 1
+    if njobs == 1:
+        print(f"{prog}: job failed, log is in {req.log_pattern()}", file=sys.stderr)
+        if "JOB" in req.log_pattern() and req.name is None:
+            print(f"{prog}: probably you forgot to put JOB=1:$nj in your script.",
+                  file=sys.stderr)
+    else:
+        print(f"{prog}: {num_failed} / {njobs} failed, log is in {req.log_pattern()}",
+              file=sys.stderr)
+    return 1
+
+
+def _default_max_jobs() -> int:
+    """Kaldi's default: as many jobs at a time as there are processors."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 32
+
+
+class LocalRunner:
+    """Runs the jobs on this machine, at most ``max_jobs_run`` at a time (run.pl)."""
+
+    def __init__(self, req: JobRequest, prog: str = "run.pl"):
+        self.req, self.prog = req, prog
+        self.max_jobs = req.max_jobs_run or _default_max_jobs()
+        self._procs: Dict[int, subprocess.Popen] = {}
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def _run_one(self, job_id: int, results: Dict[int, int], slots: threading.Semaphore):
+        try:
+            log = self.req.log_for(job_id)
+            cmd = self.req.command_for(job_id)
+            d = os.path.dirname(log)
+            if d:
+                os.makedirs(d, exist_ok=True)
+            t0 = time.time()
+            with open(log, "w", encoding="utf-8") as f:
+                f.write(log_head(cmd))
+            with open(log, "ab") as f:
+                with self._lock:
+                    if self._stopping:
+                        results[job_id] = 1
+                        return
+                    p = subprocess.Popen(["bash", "-c", f"( {cmd} )"], stdin=subprocess.DEVNULL,
+                                         stdout=f, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+                    self._procs[job_id] = p
+                rc = p.wait()
+            elapsed = int(round(time.time() - t0))
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(log_tail(rc, elapsed))
+            results[job_id] = rc
+        except OSError as e:
+            print(f"{self.prog}: error running job {job_id} (log {self.req.log_for(job_id)}): "
+                  f"{e}", file=sys.stderr)
+            results[job_id] = 1
+        finally:
+            with self._lock:
+                self._procs.pop(job_id, None)
+            slots.release()
+
+    def _terminate(self, signum, _frame):
+        with self._lock:
+            self._stopping = True
+            for p in self._procs.values():
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except OSError:
+                    pass
+        signal.signal(signum, signal.SIG_DFL)
+        print(f"{self.prog}: interrupted, jobs stopped", file=sys.stderr)
+        os._exit(130 if signum == signal.SIGINT else 143)
+
+    def run(self) -> int:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, self._terminate)
+        results: Dict[int, int] = {}
+        slots = threading.Semaphore(self.max_jobs)
+        threads = []
+        for job_id in self.req.job_ids:
+            slots.acquire()
+            t = threading.Thread(target=self._run_one, args=(job_id, results, slots),
+                                 daemon=True)
+            t.start()
+            threads.append(t)
+        for t in threads:
+            while t.is_alive():  # join with a timeout, so that signals get through
+                t.join(0.2)
+        num_failed = sum(1 for j in self.req.job_ids if results.get(j, 1) != 0)
+        return report_failures(self.req, self.prog, num_failed)
+
+
+def main_local(argv: Optional[List[str]] = None, prog: str = "run.pl") -> int:
+    try:
+        req = parse_args(sys.argv[1:] if argv is None else argv, prog)
+    except JobSpecError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    return LocalRunner(req, prog).run()
+
+
+def job_script(cmd: str, log: str, cwd: str) -> str:
+    """A bash script that runs one job like run.pl does and writes the same log lines."""
+    q = shlex.quote
+    logq = q(log)
+    return (
+        "#!/usr/bin/env bash\n"
+        f"cd {q(cwd)} || exit 1\n"
+        f"mkdir -p \"$(dirname {logq})\"\n"
+        f"{{ printf '# %s\\n' {q(cmd)}; echo \"# Running on $(hostname)\"; "
+        f"echo \"# Started at $(date)\"; echo '#'; }} > {logq}\n"
+        "__t1=$(date +%s)\n"
+        f"( {cmd} ) >> {logq} 2>&1 < /dev/null\n"
+        "__ret=$?\n"
+        "__t2=$(date +%s)\n"
+        f"echo \"# Accounting: time=$((__t2 - __t1)) threads=1\" >> {logq}\n"
+        f"echo \"# Ended (code $__ret) at $(date), elapsed time $((__t2 - __t1)) seconds\" "
+        f">> {logq}\n"
+        "[ $__ret -eq 0 ] || exit 1\n"
+        "exit 0\n")
+
+
+def parse_cluster_config(text: str, path: str) -> Tuple[List[str],
+                                                       List[Tuple[str, str, List[str]]],
+                                                       Dict[str, str]]:
+    """Kaldi's queue.pl/slurm.pl config format::
+
+        command sbatch --export=ALL
+        option mem=* --mem-per-cpu $0
+        option mem=0          # nothing for --mem 0
+        default gpu=0
+        option gpu=* --gres=gpu:$0 -p gpu
+
+    ``text`` is the config's text, ``path`` its name for messages.
+    Returns (command words, [(name, value-or-*, words)], defaults)."""
+    command: List[str] = []
+    rules: List[Tuple[str, str, List[str]]] = []
+    defaults: Dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        if words[0] == "command" and len(words) > 1:
+            command = words[1:]
+        elif words[0] in ("option", "default") and len(words) > 1 and "=" in words[1]:
+            name, value = words[1].split("=", 1)
+            name = name.replace("-", "_")
+            if words[0] == "default":
+                defaults[name] = value
+            else:
+                rules.append((name, value, words[2:]))
+        else:
+            raise JobSpecError(f"{path}:{lineno}: bad line {raw.strip()!r} (expected "
+                               f"'command ...', 'option name=value ...' or 'default name=value')")
+    if not command:
+        raise JobSpecError(f"{path}: no 'command' line")
+    return command, rules, defaults
+
+
+def option_words(options: Dict[str, str], rules, defaults, prog: str, conf: str) -> List[str]:
+    """The submit-command words for the runner options (Kaldi's config matching)."""
+    values = dict(defaults)
+    values.update(options)
+    words: List[str] = []
+    for name, value in values.items():
+        exact = [w for n, v, w in rules if n == name and v == value]
+        star = [w for n, v, w in rules if n == name and v == "*"]
+        if exact:
+            words += exact[0]
+        elif star:
+            words += [w.replace("$0", value) for w in star[0]]
+        else:
+            raise JobSpecError(f"{prog}: option --{name.replace('_', '-')} {value} is not "
+                               f"described in the config ({conf})")
+    return words
+
+
+@dataclass
+class Cluster:
+    """What differs between Slurm and GridEngine."""
+    prog: str
+    default_config: str
+    task_var: str  # the environment variable holding the array task id
+
+    def submit_words(self, req: JobRequest, name: str, out_pattern: str) -> List[str]:
+        """Wait-for-completion, array and output options (``TASK`` in out_pattern: task id)."""
+        raise NotImplementedError
+
+
+class Slurm(Cluster):
+    def __init__(self):
+        super().__init__(
+            prog="slurm.pl", task_var="SLURM_ARRAY_TASK_ID",
+            default_config="\n".join([
+                "command sbatch --export=ALL --ntasks-per-node=1",
+                "option time=* --time $0",
+                "option mem=* --mem-per-cpu $0",
+                "option mem=0",
+                "option num_threads=* --cpus-per-task $0",
+                "option num_threads=1 --cpus-per-task 1",
+                "default gpu=0",
+                "option gpu=0",
+                "option gpu=* -p gpu --gres=gpu:$0",
+            ]))
+
+    def submit_words(self, req: JobRequest, name: str, out_pattern: str) -> List[str]:
+        arr = f"{req.start}-{req.end}"
+        if req.max_jobs_run:
+            arr += f"%{req.max_jobs_run}"
+        return ["--wait", f"--job-name={name}", f"--array={arr}",
+                f"--output={out_pattern.replace('TASK', '%a')}", "--open-mode=append"]
+
+
+class GridEngine(Cluster):
+    def __init__(self):
+        super().__init__(
+            prog="queue.pl", task_var="SGE_TASK_ID",
+            default_config="\n".join([
+                "command qsub -v PATH -cwd -S /bin/bash -j y -l arch=*64*",
+                "option mem=* -l mem_free=$0,ram_free=$0",
+                "option mem=0",
+                "option num_threads=* -pe smp $0",
+                "option num_threads=1",
+                "option time=* -l h_rt=$0",
+                "default gpu=0",
+                "option gpu=0",
+                "option gpu=* -l gpu=$0 -q g.q",
+            ]))
+
+    def submit_words(self, req: JobRequest, name: str, out_pattern: str) -> List[str]:
+        words = ["-sync", "y", "-N", name, "-t", f"{req.start}:{req.end}",
+                 "-o", out_pattern.replace("TASK", "$TASK_ID")]
+        if req.max_jobs_run:
+            words += ["-tc", str(req.max_jobs_run)]
+        return words
+
+
+def main_cluster(cluster: Cluster, argv: Optional[List[str]] = None) -> int:
+    """slurm.pl / queue.pl: one array job, waited for; the logs tell which jobs failed."""
+    prog = cluster.prog
+    try:
+        req = parse_args(sys.argv[1:] if argv is None else argv, prog)
+        if req.config:
+            conf_name = req.config
+            try:
+                with open(req.config, "r", encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as e:
+                raise JobSpecError(f"{prog}: cannot read config {req.config}: "
+                                   f"{e.strerror}") from None
+        else:
+            conf_name, text = f"{prog}'s default config", cluster.default_config
+        command, rules, defaults = parse_cluster_config(text, conf_name)
+        extra = option_words(req.options, rules, defaults, prog, conf_name)
+    except JobSpecError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+
+    logdir = os.path.dirname(req.log_for(req.start)) or "."
+    qdir = os.path.join(logdir, "q")
+    os.makedirs(qdir, exist_ok=True)
+    base = os.path.basename(req.log.replace(req.name, "") if req.name else req.log)
+    base = re.sub(r"[^A-Za-z0-9_.-]", "", base.replace(".log", "")).strip(".") or "job"
+    cwd = os.getcwd()
+    for j in req.job_ids:  # one script per job: the command exactly as run.pl would run it
+        path = os.path.join(qdir, f"{base}.{j}.sh")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(job_script(req.command_for(j), os.path.abspath(req.log_for(j)), cwd))
+        os.chmod(path, 0o755)
+        try:
+            os.unlink(req.log_for(j))  # a stale log must not pass for this run's
+        except OSError:
+            pass
+    array_script = os.path.abspath(os.path.join(qdir, f"{base}.sh"))
+    with open(array_script, "w", encoding="utf-8") as f:
+        f.write("#!/usr/bin/env bash\n"
+                f"exec bash {shlex.quote(os.path.abspath(qdir))}/{base}."
+                f"\"${cluster.task_var}\".sh\n")
+    os.chmod(array_script, 0o755)
+    out_pattern = os.path.abspath(os.path.join(qdir, f"{base}.TASK.out"))
+    submit = command + extra + cluster.submit_words(req, base, out_pattern) + [array_script]
+    with open(os.path.join(qdir, f"{base}.submit"), "w", encoding="utf-8") as f:
+        f.write(" ".join(shlex.quote(w) for w in submit) + "\n")
+    try:
+        rc = subprocess.call(submit, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        print(f"{prog}: cannot run {submit[0]}: {e.strerror}", file=sys.stderr)
+        return 1
+    failed = 0
+    for j in req.job_ids:
+        code = ended_code(req.log_for(j))
+        if code is None:
+            print(f"{prog}: job {j} did not finish (no '# Ended' line in "
+                  f"{req.log_for(j)}); see {qdir}", file=sys.stderr)
+        if code != 0:
+            failed += 1
+    if failed == 0 and rc != 0:
+        print(f"{prog}: warning: {command[0]} exited with status {rc} but every job "
+              f"succeeded", file=sys.stderr)
+    return report_failures(req, prog, failed)

@@ -1,0 +1,1 @@
+"""Recipe-level helpers: checking and importing an existing Kaldi s5 directory, summaries."""

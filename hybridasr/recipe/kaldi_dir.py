@@ -1,0 +1,135 @@
+"""Read-only access to a user's Kaldi ``s5`` directory.
+
+``check_kaldi_dir`` finds every problem at once (missing files, a graph and an alignment model
+that disagree on the number of pdfs) and raises one error listing them. ``import_data_dir``
+copies a Kaldi data dir into the recipe's own ``data/``, turning paths that were relative to the
+Kaldi dir (plain wav paths, ``feats.scp``/``cmvn.scp`` ark offsets) into absolute ones so that
+they resolve from the recipe dir. Nothing is ever written into the Kaldi dir.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from typing import List, Optional
+
+from hybridasr.errors import HybridAsrError
+from hybridasr.kaldi.table import iter_map_lines
+from hybridasr.utils.atomic import atomic_open
+
+log = logging.getLogger(__name__)
+
+# Files of a Kaldi data dir that are copied as they are.
+PLAIN_FILES = ("utt2spk", "spk2utt", "text", "segments", "reco2file_and_channel", "spk2gender",
+               "utt2dur", "utt2num_frames", "reco2dur", "utt2lang", "stm", "glm")
+FEATURE_FILES = ("feats.scp", "cmvn.scp")
+
+
+def _num_pdfs_of_model(path: str) -> int:
+    from hybridasr.kaldi.transition_model import read_transition_model
+
+    return int(read_transition_model(path).num_pdfs)
+
+
+def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, graph: str,
+                    use_kaldi_feats: bool = False) -> dict:
+    """Checks that the pieces the recipe needs are there and agree; returns facts found."""
+    problems: List[str] = []
+    facts: dict = {"kaldi_dir": os.path.abspath(kaldi_dir)}
+
+    def need(rel: str, what: str) -> Optional[str]:
+        p = os.path.join(kaldi_dir, rel)
+        if not os.path.exists(p):
+            problems.append(f"missing {what}: {p}")
+            return None
+        return p
+
+    if not os.path.isdir(kaldi_dir):
+        raise HybridAsrError(f"--kaldi-dir {kaldi_dir} is not a directory")
+    for name, d in (("train", train), ("test", test)):
+        need(os.path.join(d, "utt2spk"), f"{name} data dir file")
+        need(os.path.join(d, "text"), f"{name} data dir file")
+        if use_kaldi_feats:
+            need(os.path.join(d, "feats.scp"), f"{name} features (--use-kaldi-feats true)")
+            need(os.path.join(d, "cmvn.scp"), f"{name} CMVN stats (--use-kaldi-feats true)")
+        else:
+            need(os.path.join(d, "wav.scp"), f"{name} audio list")
+    need(os.path.join(lang, "words.txt"), "lang dir word list")
+    need(os.path.join(lang, "phones.txt"), "lang dir phone list")
+    mdl = need(os.path.join(ali, "final.mdl"), "alignment model")
+    ali_dir = os.path.join(kaldi_dir, ali)
+    if os.path.isdir(ali_dir) and not any(f.startswith("ali.") and f.endswith(".gz")
+                                          for f in os.listdir(ali_dir)):
+        problems.append(f"no alignments (ali.*.gz) in {ali_dir}")
+    need(os.path.join(graph, "HCLG.fst"), "decoding graph")
+    need(os.path.join(graph, "words.txt"), "decoding graph's word list")
+    if mdl:
+        try:
+            facts["num_pdfs_ali"] = _num_pdfs_of_model(mdl)
+        except HybridAsrError as e:
+            problems.append(str(e))
+    graph_pdfs = os.path.join(kaldi_dir, graph, "num_pdfs")
+    graph_mdl = os.path.join(kaldi_dir, os.path.dirname(graph.rstrip("/")), "final.mdl")
+    if os.path.exists(graph_pdfs):
+        with open(graph_pdfs) as f:
+            facts["num_pdfs_graph"] = int(f.read().split()[0])
+    elif os.path.exists(graph_mdl):
+        facts["num_pdfs_graph"] = _num_pdfs_of_model(graph_mdl)
+    if "num_pdfs_ali" in facts and "num_pdfs_graph" in facts and \
+            facts["num_pdfs_ali"] != facts["num_pdfs_graph"]:
+        problems.append(f"the alignment model {mdl} has {facts['num_pdfs_ali']} pdfs but the "
+                        f"graph {os.path.join(kaldi_dir, graph)} was built for "
+                        f"{facts['num_pdfs_graph']}: they come from different GMM systems")
+    if problems:
+        raise HybridAsrError(f"Kaldi dir {kaldi_dir} cannot be used:\n  " + "\n  ".join(problems))
+    return facts
+
+
+def _absolute_wav_entry(value: str, base: str) -> str:
+    v = value.strip()
+    if v.endswith("|"):
+        # A pipe: run it from the Kaldi dir, where its relative paths resolve.
+        return f"cd {base} && {v}"
+    if v == "-" or os.path.isabs(v):
+        return v
+    return os.path.join(base, v)
+
+
+def _absolute_ark_entry(value: str, base: str) -> str:
+    v = value.strip()
+    if v.endswith("|") or os.path.isabs(v):
+        return v
+    return os.path.join(base, v)
+
+
+def import_data_dir(src: str, dst: str, base: str, keep_feats: bool) -> int:
+    """Copies Kaldi data dir ``src`` to ``dst``; relative paths become relative to ``base``.
+
+    Returns the number of utterances. ``keep_feats`` keeps feats.scp/cmvn.scp (made absolute).
+    """
+    base = os.path.abspath(base)
+    if not os.path.isfile(os.path.join(src, "utt2spk")):
+        raise HybridAsrError(f"{src} is not a Kaldi data dir (no utt2spk)")
+    tmp = dst.rstrip("/") + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    for name in PLAIN_FILES:
+        p = os.path.join(src, name)
+        if os.path.isfile(p):
+            shutil.copyfile(p, os.path.join(tmp, name))
+    rewrites = [("wav.scp", _absolute_wav_entry)]
+    if keep_feats:
+        rewrites += [(n, _absolute_ark_entry) for n in FEATURE_FILES]
+    for name, fix in rewrites:
+        p = os.path.join(src, name)
+        if not os.path.isfile(p):
+            continue
+        with atomic_open(os.path.join(tmp, name), "w", encoding="utf-8") as out:
+            for _, key, rest in iter_map_lines(p):
+                out.write(f"{key} {fix(rest, base)}\n")
+    with open(os.path.join(tmp, "utt2spk")) as f:
+        n = sum(1 for _ in f)
+    shutil.rmtree(dst, ignore_errors=True)
+    os.replace(tmp, dst)
+    log.info("copied %s (%d utterances) to %s", src, n, dst)
+    return n

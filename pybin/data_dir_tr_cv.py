@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Kaldi nnet1's utils/subset_data_dir_tr_cv.sh: a held-out (cv) set of whole speakers."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.kaldi.datadir_subset import split_tr_cv  # noqa: E402
+
+
+def get_parser():
+    p = make_parser("data_dir_tr_cv.py",
+                    "Splits a data dir into a training and a cross-validation part: "
+                    "--cv-spk-percent of the speakers (random, seeded) go to cv; with "
+                    "--cv-utt-percent the split is by utterance instead.",
+                    usage="data_dir_tr_cv.py [options] <src-data> <train-data> <cv-data>",
+                    example="data_dir_tr_cv.py --cv-spk-percent 10 data/train "
+                            "data/train_tr90 data/train_cv10")
+    p.add_argument("--cv-spk-percent", type=float, default=10.0)
+    p.add_argument("--cv-utt-percent", type=float, default=None)
+    p.add_argument("--seed", type=int, default=777)
+    p.add_argument("src")
+    p.add_argument("tr")
+    p.add_argument("cv")
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    n_tr, n_cv = split_tr_cv(args.src, args.tr, args.cv, args.cv_spk_percent,
+                             args.cv_utt_percent, args.seed)
+    print(f"subset_data_dir_tr_cv.sh: {n_tr} utterances in {args.tr}, {n_cv} in {args.cv}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

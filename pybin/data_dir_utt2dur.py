@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Kaldi's utils/data/get_utt2dur.sh: writes <data-dir>/utt2dur."""
+import logging
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.kaldi.datadir_durations import write_utt2dur  # noqa: E402
+
+
+def get_parser():
+    p = make_parser("data_dir_utt2dur.py",
+                    "Writes <data-dir>/utt2dur: from segments, else from the audio of wav.scp "
+                    "(headers of plain files; pipes are read), else from feats.scp.",
+                    usage="data_dir_utt2dur.py [options] <data-dir>",
+                    example="data_dir_utt2dur.py data/train")
+    p.add_argument("--frame-shift", type=float, default=0.01,
+                   help="seconds per frame, when only feats.scp is there (default: 0.01)")
+    p.add_argument("data")
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    n = write_utt2dur(args.data, args.frame_shift,
+                      warn=logging.getLogger("data_dir_utt2dur.py").warning)
+    print(f"get_utt2dur.sh: computed {args.data}/utt2dur ({n} utterances)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

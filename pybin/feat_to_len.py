@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Kaldi's feat-to-len: the number of frames of each feature matrix of a table."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.features.specifiers import text_table_path  # noqa: E402
+from hybridasr.kaldi.datadir_durations import feat_length_of_file, feat_lengths  # noqa: E402
+from hybridasr.utils.atomic import atomic_open  # noqa: E402
+
+
+def get_parser():
+    p = make_parser("feat_to_len.py",
+                    "Writes 'utt num-frames' for each matrix of a feature table (only the matrix "
+                    "headers are read for scp entries pointing into binary arks). With a single "
+                    "file argument, prints the number of rows of the matrix it holds.",
+                    usage="feat_to_len.py [options] <feats-rspecifier> <lengths-wspecifier>\n"
+                          "       feat_to_len.py [options] <feats-rxfilename>",
+                    example="feat_to_len.py scp:data/train/feats.scp "
+                            "ark,t:data/train/utt2num_frames")
+    p.add_argument("feats", help="scp:<feats.scp>, ark:<feats.ark>, or one matrix file")
+    p.add_argument("lengths_wspecifier", nargs="?", default=None,
+                   help="where to write: ark,t:<file> or ark,t:- (stdout)")
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    if args.lengths_wspecifier is None:
+        print(feat_length_of_file(args.feats))
+        return 0
+    lengths = feat_lengths(args.feats)
+    out = text_table_path(args.lengths_wspecifier)
+    lines = "".join(f"{utt} {n}\n" for utt, n in lengths.items())
+    if out == "-":
+        sys.stdout.write(lines)
+        sys.stdout.flush()
+    else:
+        with atomic_open(out, "w", encoding="utf-8") as f:
+            f.write(lines)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Imports a Kaldi GMM alignment dir as hybrid training targets (what steps/import_ali.sh runs)."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from hybridasr.cli import make_parser, run_main  # noqa: E402
+
+
+def get_parser():
+    p = make_parser("import_alignments.py",
+                    "Reads <ali-dir>/final.mdl and ali.*.gz, maps transition-ids to pdf-ids, "
+                    "matches each alignment to the feature frame count of <data-dir> "
+                    "(utt2num_frames or feats.scp), and writes targets.ark/scp, pdf_counts, "
+                    "log_priors, num_pdfs, copies of final.mdl/tree/phones.txt and "
+                    "import_report.json into <dir>. Nothing is left in <dir> on failure.",
+                    usage="import_alignments.py [options] <ali-dir> <data-dir> <dir>",
+                    example="import_alignments.py exp/tri3_ali data/train exp/tri3_ali_import")
+    p.add_argument("--length-tolerance", type=int, default=5,
+                   help="keep an utterance when |aligned frames - feature frames| < this "
+                        "(Kaldi nnet1's semantics), trimming or padding the targets at the end "
+                        "(repeating the last label); drop it otherwise")
+    p.add_argument("--label-delay", type=int, default=0,
+                   help="shift the targets right by this many frames (unidirectional LSTMs)")
+    p.add_argument("ali_dir")
+    p.add_argument("data_dir")
+    p.add_argument("dir")
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    from hybridasr.align.importer import import_alignments
+
+    report = import_alignments(args.ali_dir, args.data_dir, args.dir,
+                               length_tolerance=args.length_tolerance,
+                               label_delay=args.label_delay)
+    summary = {k: v for k, v in vars(report).items() if k != "examples"}
+    print(json.dumps(summary), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

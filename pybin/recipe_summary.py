@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Prints a recipe's summary: best WER next to the GMM system's, training speed, paths."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.recipe.summary import format_summary, summarize  # noqa: E402
+from hybridasr.utils.atomic import atomic_open  # noqa: E402
+
+
+def get_parser():
+    p = make_parser("recipe_summary.py",
+                    "Prints the best WER of <decode-dir> next to the GMM system's, the training "
+                    "time, frames/s and padding ratio of <exp-dir>, and where the curves and logs "
+                    "are. Also writes <exp-dir>/summary.json.",
+                    usage="recipe_summary.py [options] <exp-dir> <decode-dir>",
+                    example="recipe_summary.py --gmm-decode-dir=~/kaldi/egs/wsj/s5/exp/tri4b/"
+                            "decode_tgpr_dev93 exp/blstm exp/blstm/decode_test")
+    p.add_argument("--gmm-decode-dir", default=None, help="the GMM system's decode dir")
+    p.add_argument("exp_dir")
+    p.add_argument("decode_dir")
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    s = summarize(args.exp_dir, args.decode_dir, args.gmm_decode_dir)
+    with atomic_open(os.path.join(args.exp_dir, "summary.json"), "w") as f:
+        json.dump(s, f, indent=1, sort_keys=True)
+    print(format_summary(s))
+    return 0 if "wer" in s else 1
+
+
+if __name__ == "__main__":
+    run_main(main)

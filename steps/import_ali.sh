@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Imports the alignments of a Kaldi GMM system (exp/tri3_ali: final.mdl, ali.*.gz, num_jobs)
+# as frame-level training targets for a hybrid network, the way Kaldi nnet1 uses them
+# (ali-to-pdf + analyze-counts), with the feature/alignment length check of nnet1's
+# --length-tolerance. Writes into <dir>: targets.ark/targets.scp (pdf-ids, binary int32 vectors),
+# pdf_counts (Kaldi's ali_train_pdf.counts), log_priors, num_pdfs, copies of final.mdl, tree,
+# phones.txt, and import_report.json; nothing partial is left in <dir> on failure.
+
+# Begin configuration section.
+cmd=run.pl
+length_tolerance=5   # keep an utterance when |aligned - feature frames| < this; trim/pad targets
+label_delay=0        # shift targets right by this many frames (for unidirectional LSTMs)
+# End configuration section.
+
+echo "$0 $@"  # Print the command line for logging.
+
+[ -f path.sh ] && . ./path.sh
+command -v import_alignments.py >/dev/null 2>&1 || . "$(dirname "$0")/../path.sh"
+. "$(dirname "$0")/../utils/parse_options.sh" || exit 1
+
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+  cat >&2 <<USAGE
+Usage: $0 [options] <ali-dir> <data-dir> <dir>
+ e.g.: $0 exp/tri3_ali data/train exp/tri3_ali_targets
+Options:
+  --cmd <run.pl|queue.pl ...>     # how to run the job (default: $cmd)
+  --length-tolerance <frames>     # alignment/feature length tolerance (default: $length_tolerance)
+  --label-delay <frames>          # delay the targets by this many frames (default: $label_delay)
+USAGE
+  exit 1
+fi
+
+alidir=$1
+data=$2
+dir=$3
+
+for f in "$alidir/final.mdl" "$alidir/num_jobs"; do
+  [ ! -f "$f" ] && echo "$0: no such file $f" >&2 && exit 1
+done
+nj=$(cat "$alidir/num_jobs")
+for n in $(seq "$nj"); do
+  [ ! -f "$alidir/ali.$n.gz" ] && echo "$0: no such file $alidir/ali.$n.gz" >&2 && exit 1
+done
+if [ ! -f "$data/utt2num_frames" ] && [ ! -f "$data/feats.scp" ]; then
+  echo "$0: $data has neither utt2num_frames nor feats.scp" >&2
+  exit 1
+fi
+
+mkdir -p "$dir/log"
+
+$cmd "$dir/log/import_ali.log" \
+  import_alignments.py --length-tolerance="$length_tolerance" --label-delay="$label_delay" \
+    "$alidir" "$data" "$dir" \
+  || { echo "$0: error importing alignments; see $dir/log/import_ali.log:" >&2;
+       grep -E "ERROR|Error|error" "$dir/log/import_ali.log" | tail -n 3 >&2 || true; exit 1; }
+
+grep '^{' "$dir/log/import_ali.log" | tail -n 1 | sed "s|^|$0: |" || true
+echo "$0: imported $(wc -l < "$dir/targets.scp") utterances from $alidir into $dir" \
+     "($(cat "$dir/num_pdfs") pdfs)"

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Decodes a data dir with a trained hybridasr network, with Kaldi nnet1's steps/nnet/decode.sh
+# interface. forward.py writes scaled log-likelihoods (log-posteriors minus log-priors from
+# the pdf counts); with Kaldi's latgen-faster-mapped on PATH they are piped into it exactly as
+# Kaldi's nnet1 does (<decode-dir>/lat.JOB.gz); otherwise the embedded decoder
+# (decode_faster_mapped.py, Kaldi's FasterDecoder) writes <decode-dir>/hyp.JOB.tra and keeps
+# <decode-dir>/loglikes.JOB.{ark,scp} for scoring. Then steps/score.sh writes wer_LMWT.
+
+# Begin configuration section.
+nnet=               # non-default network (default: <srcdir>/final.nnet)
+model=              # non-default transition model (default: <srcdir>/final.mdl)
+class_frame_counts= # non-default pdf counts (default: <srcdir>/ali_train_pdf.counts)
+srcdir=             # non-default model dir (default: the parent of <decode-dir>)
+stage=0             # 1: skip decoding, only score
+nj=4
+cmd=run.pl
+decoder=auto        # auto (Kaldi's latgen-faster-mapped if on PATH) | kaldi | embedded
+acwt=0.10           # acoustic scale of the decoding (scoring sweeps LM weights)
+beam=13.0
+lattice_beam=8.0    # Kaldi lattices only
+min_active=200
+max_active=7000
+max_mem=50000000    # Kaldi lattices only
+prior_scale=1.0
+use_gpu=no
+chunk_size=0        # forward in chunks of this many frames (0: whole utterances)
+chunk_overlap=0
+skip_scoring=false
+scoring_opts=       # options for steps/score.sh, e.g. "--min-lmwt 4 --max-lmwt 15"
+# End configuration section.
+
+echo "$0 $@"  # Print the command line for logging.
+
+[ -f path.sh ] && . ./path.sh
+command -v forward.py >/dev/null 2>&1 || . "$(dirname "$0")/../../path.sh"
+. "$(dirname "$0")/../../utils/parse_options.sh" || exit 1
+
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+  cat >&2 <<USAGE
+Usage: $0 [options] <graph-dir> <data-dir> <decode-dir>
+ ... where <decode-dir> is a sub-directory of the directory with the network (final.nnet),
+ the transition model (final.mdl) and the pdf counts (ali_train_pdf.counts).
+ e.g.: $0 --nj 4 --acwt 0.1 exp/mono/graph data/test exp/blstm/decode_test
+Options:
+  --nj <nj>                    # number of parallel jobs (default: $nj)
+  --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
+  --nnet <file>                # network (default: <srcdir>/final.nnet)
+  --srcdir <dir>               # model dir (default: parent of <decode-dir>)
+  --decoder auto|kaldi|embedded  # (default: $decoder)
+  --acwt <float>               # acoustic scale (default: $acwt)
+  --beam <float> --lattice-beam <float> --max-active <int>  # pruning
+  --skip-scoring true|false    # (default: $skip_scoring)
+  --scoring-opts <opts>        # options for steps/score.sh
+USAGE
+  exit 1
+fi
+
+graphdir=$1
+data=$2
+dir=$3
+steps=$(cd "$(dirname "$0")/.." && pwd)
+utils=$(cd "$(dirname "$0")/../../utils" && pwd)
+
+[ -z "$srcdir" ] && srcdir=$(dirname "$dir")
+[ -z "$nnet" ] && nnet=$srcdir/final.nnet
+[ -z "$model" ] && model=$srcdir/final.mdl
+[ -z "$class_frame_counts" ] && class_frame_counts=$srcdir/ali_train_pdf.counts
+
+if [ -d "$graphdir" ] && [ ! -f "$graphdir/words.txt" ]; then
+  echo "$0: graph dir $graphdir has no words.txt (copy it from the lang dir the graph was made from)" >&2
+  exit 1
+fi
+for f in "$graphdir/HCLG.fst" "$data/feats.scp" "$nnet" "$model" "$class_frame_counts"; do
+  [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1
+done
+
+case $decoder in
+  auto) if command -v latgen-faster-mapped >/dev/null 2>&1; then decoder=kaldi; else decoder=embedded; fi ;;
+  kaldi) command -v latgen-faster-mapped >/dev/null 2>&1 || { echo "$0: --decoder kaldi but latgen-faster-mapped is not on PATH" >&2; exit 1; } ;;
+  embedded) ;;
+  *) echo "$0: bad --decoder $decoder (auto|kaldi|embedded)" >&2; exit 1 ;;
+esac
+
+mkdir -p "$dir/log"
+sdata=$data/split$nj
+[[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
+echo $nj > "$dir/num_jobs"
+
+forward_opts=(--class-frame-counts="$class_frame_counts" --prior-scale=$prior_scale
+              --transition-model="$model" --use-gpu=$use_gpu --chunk-size=$chunk_size
+              --chunk-overlap=$chunk_overlap)
+
+if [ $stage -le 0 ]; then
+  echo "$0: decoding $data with $nnet ($decoder decoder, $nj jobs)"
+  if [ $decoder = kaldi ]; then
+    rm -f "$dir"/hyp.*.tra "$dir"/loglikes.*.scp
+    $cmd JOB=1:$nj "$dir/log/decode.JOB.log" \
+      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- \| \
+      latgen-faster-mapped --min-active=$min_active --max-active=$max_active --max-mem=$max_mem \
+        --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt --allow-partial=true \
+        --word-symbol-table="$graphdir/words.txt" "$model" "$graphdir/HCLG.fst" ark:- \
+        "ark:|gzip -c > $dir/lat.JOB.gz"
+  else
+    rm -f "$dir"/lat.*.gz
+    $cmd JOB=1:$nj "$dir/log/forward.JOB.log" \
+      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" \
+        "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
+    $cmd JOB=1:$nj "$dir/log/decode.JOB.log" \
+      decode_faster_mapped.py --acoustic-scale=$acwt --beam=$beam --max-active=$max_active \
+        --min-active=$min_active --word-symbol-table="$graphdir/words.txt" "$model" \
+        "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark,t:$dir/hyp.JOB.tra"
+  fi
+fi
+
+if [ "$skip_scoring" != true ]; then
+  # shellcheck disable=SC2086
+  "$steps/score.sh" --beam $beam --max-active $max_active --min-active $min_active \
+    $scoring_opts --cmd "$cmd" --model "$model" "$data" "$graphdir" "$dir"
+fi
+echo "$0: done decoding $data into $dir"

@@ -1,0 +1,52 @@
+"""Data options: every conf/batching file parses into a valid DataConfig; precedence."""
+from __future__ import annotations
+
+import pytest
+
+from hybridasr.cli import make_parser
+from hybridasr.data.config import DataConfig
+from hybridasr.data.epoch import plan_epoch
+from hybridasr.data.options import add_data_options, data_config_from_args
+from hybridasr.errors import ConfigError
+
+CONFS = sorted((__import__("pathlib").Path(__file__).resolve().parents[1]
+                / "conf" / "batching").glob("*.conf"))
+
+
+def parser():
+    p = make_parser("train.py", "test")
+    add_data_options(p)
+    return p
+
+
+def test_every_strategy_has_a_conf():
+    names = {c.stem for c in CONFS}
+    assert {"random", "sorted", "sorted_reverse", "bucketing", "laplace", "optimal_buckets",
+            "chunking", "tbptt", "frame_shuffle"} <= names
+
+
+@pytest.mark.parametrize("conf", CONFS, ids=lambda p: p.stem)
+def test_batching_conf_gives_a_working_plan(conf):
+    c = data_config_from_args(parser().parse_args([f"--batching-config={conf}"]))
+    lengths = {f"u{i}": 50 + (i * 37) % 900 for i in range(300)}
+    plans = plan_epoch(lengths, c, epoch=1, rank=1, world_size=2)
+    assert plans and sum(p.num_batches for p in plans) == \
+        sum(p.num_batches for p in plan_epoch(lengths, c, epoch=1, rank=0, world_size=2))
+
+
+def test_precedence_and_cmvn_opts(tmp_path):
+    main = tmp_path / "train.conf"
+    main.write_text("--seq-ordering=sorted\n--max-frames=100\n--splice=5\n")
+    batching = tmp_path / "b.conf"
+    batching.write_text("--seq-ordering=laplace:8\n--max-frames=200\n")
+    a = parser().parse_args([f"--config={main}", f"--batching-config={batching}",
+                             "--max-frames=300", "--cmvn-opts=--norm-vars=true"])
+    c = data_config_from_args(a)
+    assert (c.seq_ordering, c.max_frames, c.splice) == ("laplace:8", 300, 5)
+    assert c.norm_means and c.norm_vars
+    assert DataConfig.from_dict(c.to_dict()) == c
+    assert data_config_from_args(parser().parse_args(["--norm-means=false"])).norm_means is False
+    with pytest.raises(ConfigError):
+        data_config_from_args(parser().parse_args(["--cmvn-opts=--norm-vars=maybe"]))
+    with pytest.raises(ConfigError):
+        data_config_from_args(parser().parse_args(["--seq-ordering=shuffled"]))
