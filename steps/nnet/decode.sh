@@ -92,11 +92,31 @@ forward_opts=(--class-frame-counts="$class_frame_counts" --prior-scale=$prior_sc
               --transition-model="$model" --use-gpu=$use_gpu --chunk-size=$chunk_size
               --chunk-overlap=$chunk_overlap)
 
+# run_jobs <what> <log (with JOB)> <command...>: $cmd JOB=1:$nj; on failure, names the failed
+# jobs' logs and shows their last error lines.
+run_jobs() {
+  local what=$1 log=$2 f failed=
+  shift 2
+  # shellcheck disable=SC2086
+  if $cmd JOB=1:$nj "$log" "$@"; then return 0; fi
+  for f in $(seq 1 $nj); do
+    f=${log//JOB/$f}
+    if [ ! -f "$f" ] || ! grep -q '^# Ended (code 0)' "$f"; then failed="$failed $f"; fi
+  done
+  echo "$0: $what failed; see the log(s):${failed:- ${log//JOB/*}}" >&2
+  for f in $failed; do
+    [ -f "$f" ] && grep -v '^#' "$f" | grep -iE 'error|exception|failed' | tail -n 3 | sed "s:^:  $f\: :" >&2 || true
+  done
+  exit 1
+}
+
 if [ $stage -le 0 ]; then
   echo "$0: decoding $data with $nnet ($decoder decoder, $nj jobs)"
   if [ $decoder = kaldi ]; then
     rm -f "$dir"/hyp.*.tra "$dir"/loglikes.*.scp
-    $cmd JOB=1:$nj "$dir/log/decode.JOB.log" \
+    # pipefail: a failing forward.py fails the job (latgen-faster-mapped would end quietly)
+    run_jobs "decoding" "$dir/log/decode.JOB.log" \
+      set -o pipefail \; \
       forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- \| \
       latgen-faster-mapped --min-active=$min_active --max-active=$max_active --max-mem=$max_mem \
         --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt --allow-partial=true \
@@ -104,10 +124,10 @@ if [ $stage -le 0 ]; then
         "ark:|gzip -c > $dir/lat.JOB.gz"
   else
     rm -f "$dir"/lat.*.gz
-    $cmd JOB=1:$nj "$dir/log/forward.JOB.log" \
+    run_jobs "forward" "$dir/log/forward.JOB.log" \
       forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" \
         "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
-    $cmd JOB=1:$nj "$dir/log/decode.JOB.log" \
+    run_jobs "decoding" "$dir/log/decode.JOB.log" \
       decode_faster_mapped.py --acoustic-scale=$acwt --beam=$beam --max-active=$max_active \
         --min-active=$min_active --word-symbol-table="$graphdir/words.txt" "$model" \
         "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark,t:$dir/hyp.JOB.tra"

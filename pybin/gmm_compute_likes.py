@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Log-likelihoods of a Kaldi GMM model (final.mdl) over a data dir, like Kaldi's
+gmm-compute-likes on apply-cmvn + add-deltas features: a network-free input for
+decode_faster_mapped.py and steps/score.sh (checks a graph and the decoder against Kaldi)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
+
+
+def get_parser():
+    p = make_parser(
+        "gmm_compute_likes.py",
+        "Score a data dir's features (feats.scp; per-speaker CMVN from cmvn.scp and utt2spk,\n"
+        "then deltas, as Kaldi's train_mono.sh/train_deltas.sh do) with every pdf of a binary\n"
+        "Kaldi GMM model; write one [frames x pdfs] log-likelihood matrix per utterance.",
+        usage="gmm_compute_likes.py [options] <model-in> <data-dir> <loglikes-wspecifier>",
+        example="gmm_compute_likes.py exp/mono_ali/final.mdl data/test "
+                "ark,scp:exp/mono/decode_py/loglikes.1.ark,exp/mono/decode_py/loglikes.1.scp")
+    p.add_argument("--delta-order", type=int, default=2,
+                   help="add-deltas order (0 for LDA/splice systems is not supported)")
+    add_bool(p, "--norm-means", True, "apply per-speaker mean normalisation (cmvn.scp)")
+    add_bool(p, "--norm-vars", False, "also normalise variances")
+    p.add_argument("model_in")
+    p.add_argument("data_dir")
+    p.add_argument("loglikes_wspecifier")
+    return p
+
+
+def main(argv=None):
+    import logging
+
+    from hybridasr.data.dataset import UtteranceDataset
+    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.decode.gmm import read_gmm_model
+    from hybridasr.decode.matrix_writer import open_matrix_writer
+    from hybridasr.errors import ConfigError, FormatError
+
+    args = get_parser().parse_args(argv)
+    if args.delta_order < 0:
+        raise ConfigError("--delta-order must be >= 0")
+    _, gmm = read_gmm_model(args.model_in)
+    transform = FeatureTransform(norm_means=args.norm_means, norm_vars=args.norm_vars,
+                                 delta_order=args.delta_order)
+    ds = UtteranceDataset.from_data_dir(args.data_dir, transform=transform,
+                                        use_cmvn=args.norm_means)
+    if len(ds):
+        dim = transform.output_dim(ds.feature_dim())
+        if dim != gmm.dim:
+            raise FormatError(f"{args.data_dir}: features with deltas of order "
+                              f"{args.delta_order} have dim {dim}, {args.model_in} expects "
+                              f"{gmm.dim} (wrong --delta-order, or an LDA system?)")
+    frames = 0
+    with open_matrix_writer(args.loglikes_wspecifier) as w:
+        for utt in ds:
+            ll = gmm.log_likelihoods(ds.load(utt)[0])
+            w.write(utt, ll)
+            frames += len(ll)
+    logging.getLogger("gmm_compute_likes.py").info(
+        "scored %d utterances, %d frames with %d pdfs", len(ds), frames, gmm.num_pdfs)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
