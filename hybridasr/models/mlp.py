@@ -1,0 +1,30 @@
+"""Feed-forward acoustic model (Kaldi nnet1 / TNet style): hidden layers with sigmoid or relu,
+a Linear to the logits. Its input is already spliced (the data pipeline's ``--splice``); it
+works frame by frame on ``[B, T, D]`` (``T = 1`` for frame-shuffled batches)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+ACTIVATIONS = {"sigmoid": nn.Sigmoid, "relu": nn.ReLU}
+
+
+class Mlp(nn.Module):
+    def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
+                 activation: str = "sigmoid", dropout: float = 0.0):
+        super().__init__()
+        layers, dim = [], input_dim
+        for _ in range(num_layers):
+            layers += [nn.Linear(dim, hidden_size), ACTIVATIONS[activation]()]
+            if dropout > 0:
+                layers.append(nn.Dropout(dropout))
+            dim = hidden_size
+        self.hidden = nn.Sequential(*layers)
+        self.output = nn.Linear(dim, num_outputs)
+
+    def forward(self, x: torch.Tensor, lengths: Optional[torch.Tensor] = None, state=None,
+                return_state: bool = False):
+        logits = self.output(self.hidden(x))
+        return (logits, None) if return_state else logits
