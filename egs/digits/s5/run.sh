@@ -30,7 +30,8 @@ batching_config=conf/batching.conf
 schedule_config=conf/schedule.conf
 device=cpu           # cpu|cuda
 nproc=1              # processes (GPUs) for torchrun; >1 uses torch.distributed
-train_opts=          # more options for steps/nnet/train.sh, e.g. "--parallel=ddp"
+parallel=            # with --nproc > 1: ddp (default) | average
+train_opts=          # more options for pybin/train.py, e.g. "--amp=bf16 --max-iters=10"
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint host:29400"
 decode_opts=         # more options for steps/nnet/decode.sh
 exp_name=blstm
@@ -49,6 +50,7 @@ Options (default):
   --feat-type mfcc|fbank       # ($feat_type)
   --model-config, --batching-config, --schedule-config  # conf files ($model_config, $batching_config, $schedule_config)
   --device cpu|cuda, --nproc N # training device and number of processes ($device, $nproc)
+  --parallel ddp|average       # multi-process scheme with --nproc > 1 (ddp)
   --train-opts, --torchrun-opts, --decode-opts  # passed through
   --nj N                       # parallel jobs for features and decoding ($nj)"
 
@@ -140,13 +142,17 @@ fi
 
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
-  if [ -f $dir/final.nnet ]; then
+  if [ -e $dir/final.nnet ]; then
     echo "$dir/final.nnet exists: skipping (delete it to train again)"
   else
-    steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc \
+    if [ -f $dir/train_state.json ] && grep -q '"done": true' $dir/train_state.json; then
+      echo "$dir/final.nnet was deleted after a finished training: training again from scratch"
+      rm -rf $dir/nnet $dir/train_state.json $dir/metrics.jsonl $dir/curves.png $dir/global_stats.json
+    fi
+    steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
       --model-config $model_config --batching-config $batching_config \
       --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
-      $train_opts data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
+      ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
       exp/ali_train exp/ali_train $dir
   fi
 fi

@@ -1,0 +1,189 @@
+"""One pass over a rank's batches: training (forward, frame cross-entropy, backward, update)
+or evaluation (loss and frame error rate only).
+
+The loss of a batch is the sum of frame cross-entropies over its real (unpadded) frames
+divided by the frames of the whole step, over all ranks under DDP: DDP's gradient mean then
+equals one process's gradient on the same global batch. Truncated-BPTT batches carry each
+row's recurrent state to the next batch (detached; reset where a new utterance starts).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import torch
+import torch.nn.functional as F
+
+from hybridasr.data.transform import IGNORE_INDEX
+from hybridasr.train.distributed import DistInfo, ParameterAverager, all_reduce_sum
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EpochStats:
+    loss_sum: float = 0.0      # summed frame cross-entropy (nats)
+    errors: int = 0            # frames whose argmax is not the target
+    frames: int = 0            # real frames with a target
+    padded_frames: int = 0     # batch size x longest, summed
+    batches: int = 0
+    seconds: float = 0.0
+    diverged: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def loss(self) -> float:
+        return self.loss_sum / self.frames if self.frames else float("nan")
+
+    @property
+    def fer(self) -> float:
+        return self.errors / self.frames if self.frames else float("nan")
+
+    @property
+    def frames_per_second(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    def reduce(self, info: DistInfo) -> "EpochStats":
+        """Sums the counts over ranks (time: the slowest rank)."""
+        if not info.active:
+            return self
+        t = torch.tensor([self.loss_sum, self.errors, self.frames, self.padded_frames,
+                          self.batches, 1.0 if self.diverged else 0.0], dtype=torch.float64,
+                         device=info.device)
+        all_reduce_sum(t, info)
+        s = torch.tensor([self.seconds], dtype=torch.float64, device=info.device)
+        if info.active:
+            torch.distributed.all_reduce(s, op=torch.distributed.ReduceOp.MAX)
+        v = t.tolist()
+        return EpochStats(v[0], int(v[1]), int(v[2]), int(v[3]), int(v[4]), float(s.item()),
+                          v[5] > 0, dict(self.extra))
+
+
+def _model_outputs(model, feats, lengths, state, carry: bool):
+    if carry:
+        return model(feats, lengths, state=state, return_state=True)
+    return model(feats, lengths), None
+
+
+def _reset_rows(state, reset: Optional[torch.Tensor]):
+    """Detaches a carried recurrent state and zeros the rows that start a new utterance."""
+    if state is None:
+        return None
+    if isinstance(state, (tuple, list)):
+        return type(state)(_reset_rows(s, reset) for s in state)
+    s = state.detach()
+    if reset is not None and bool(reset.any()):
+        keep = (~reset).to(s.device, s.dtype)
+        shape = [1] * s.dim()
+        # the batch dimension of an LSTM state (layers, batch, hidden) is 1
+        bdim = 1 if s.dim() == 3 else 0
+        shape[bdim] = -1
+        s = s * keep.view(shape)
+    return s
+
+
+class Progress:
+    def __init__(self, what: str, total_batches: int, every: float):
+        self.what, self.total, self.every = what, max(total_batches, 1), every
+        self.start = self.last = time.perf_counter()
+
+    def due(self) -> bool:
+        return self.every > 0 and time.perf_counter() - self.last >= self.every
+
+    def update(self, done: int, frames: int, loss: float) -> None:
+        now = time.perf_counter()
+        self.last = now
+        el = now - self.start
+        eta = el / done * (self.total - done) if done else float("nan")
+        log.info("%s: %d/%d batches (%.0f%%), %d frames, %.0f frames/s, loss %.4f, ETA %.0fs",
+                 self.what, done, self.total, 100.0 * done / self.total, frames,
+                 frames / el if el > 0 else 0.0, loss, eta)
+
+
+def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
+              optimizer: Optional[torch.optim.Optimizer] = None,
+              clip_grad_norm: float = 0.0, amp: str = "none",
+              averager: Optional[ParameterAverager] = None, ddp: bool = False,
+              what: str = "train", total_batches: int = 0,
+              progress_every: float = 30.0, check_every: int = 0) -> EpochStats:
+    """Trains on (``optimizer`` given) or evaluates ``batches``; returns this rank's stats
+    (``EpochStats.reduce`` sums them over ranks).
+
+    Loss and error counts accumulate on the device; the host reads them back (a GPU sync)
+    only every ``check_every`` batches (default: every batch on the CPU, every 32 on a GPU),
+    which is also when a NaN/inf loss is noticed; under DDP every step exchanges the frame
+    count and a NaN flag anyway."""
+    training = optimizer is not None
+    model.train(training)
+    stats = EpochStats()
+    progress = Progress(what, total_batches, progress_every)
+    device = info.device
+    if check_every <= 0:
+        check_every = 1 if device.type == "cpu" else 32
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if amp == "bf16"
+                else contextlib.nullcontext())
+    loss_acc = torch.zeros((), dtype=torch.float64, device=device)
+    err_acc = torch.zeros((), dtype=torch.int64, device=device)
+    state = None
+    start = time.perf_counter()
+    grad_ctx = contextlib.nullcontext() if training else torch.no_grad()
+    skip_updates = False  # --parallel=average: a rank went NaN; wait for the next sync
+    with grad_ctx:
+        for batch in batches:
+            carry = bool(batch.carry_state)
+            state = _reset_rows(state, batch.reset) if carry else None
+            num = int((batch.targets != IGNORE_INDEX).sum())  # on the host: no GPU sync
+            feats = batch.feats.to(device, non_blocking=True)
+            targets = batch.targets.to(device, non_blocking=True)
+            with autocast:
+                logits, state = _model_outputs(model, feats, batch.lengths, state, carry)
+            logits = logits.float().reshape(-1, logits.shape[-1])
+            flat = targets.reshape(-1)
+            loss_sum = F.cross_entropy(logits, flat, ignore_index=IGNORE_INDEX, reduction="sum")
+            with torch.no_grad():
+                err_acc += ((logits.argmax(-1) != flat) & (flat != IGNORE_INDEX)).sum()
+                loss_acc += loss_sum.detach()
+            stats.batches += 1
+            check = stats.batches % check_every == 0
+            finite = True
+            if training:
+                denom = num
+                if ddp:  # frames of the global step, and whether any rank went NaN
+                    t = torch.stack([torch.tensor(float(num), device=device),
+                                     (~torch.isfinite(loss_sum.detach())).float()])
+                    all_reduce_sum(t, info)
+                    total, bad = t.tolist()
+                    denom, finite = total / info.world_size, bad == 0
+                elif check:
+                    finite = bool(torch.isfinite(loss_acc))
+                if not finite:
+                    stats.diverged = True
+                    if averager is None:
+                        break
+                    skip_updates = True
+                if not skip_updates:
+                    optimizer.zero_grad(set_to_none=True)
+                    (loss_sum / max(denom, 1)).backward()
+                    if clip_grad_norm > 0:
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+                    optimizer.step()
+                if averager is not None and averager.step(skip_updates):
+                    stats.diverged = True
+                    break
+            stats.frames += num
+            stats.padded_frames += int(batch.feats.shape[0] * batch.feats.shape[1])
+            if progress.due():
+                progress.update(stats.batches, stats.frames, float(loss_acc) / max(stats.frames, 1))
+        if training and averager is not None and not stats.diverged:
+            if averager.average(skip_updates):  # end of epoch: everyone leaves equal
+                stats.diverged = True
+    stats.loss_sum = float(loss_acc)  # one sync at the end
+    stats.errors = int(err_acc)
+    stats.seconds = time.perf_counter() - start
+    if not math.isfinite(stats.loss_sum):
+        stats.diverged = True
+    return stats

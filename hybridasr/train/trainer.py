@@ -1,0 +1,314 @@
+"""The training driver: data, model, newbob-style epochs with acceptance/rejection,
+checkpoints and resumption, on one process or several (``torchrun``).
+
+Each epoch starts from the best model so far and its optimizer state, read back from disk,
+with random state seeded by (seed, epoch): a run killed at any moment and started again ends
+with exactly the epochs of an uninterrupted run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from typing import Optional
+
+import numpy as np
+import torch
+
+from hybridasr.data.config import DataConfig
+from hybridasr.data.dataset import UtteranceDataset
+from hybridasr.data.loader import make_batch_iterator
+from hybridasr.data.transform import FeatureTransform
+from hybridasr.errors import ConfigError, FormatError
+from hybridasr.kaldi.table import load_scp_lazy
+from hybridasr.train import checkpoint as ckpt
+from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
+                                         broadcast_parameters, init_distributed, shutdown)
+from hybridasr.train.loop import EpochStats, run_epoch
+from hybridasr.train.metrics import plot_curves, write_metrics
+from hybridasr.train.options import TrainConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class TrainInputs:
+    data_tr: str
+    data_cv: str
+    ali_tr: str   # an imported alignment dir (targets.scp, num_pdfs): steps/import_ali.sh
+    ali_cv: str
+    exp_dir: str
+
+
+def read_num_pdfs(ali_dir: str) -> int:
+    path = os.path.join(ali_dir, "num_pdfs")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        raise FormatError(f"{path}: missing or not a number (import the alignments with "
+                          f"steps/import_ali.sh first)") from None
+
+
+def targets_scp(ali_dir: str) -> str:
+    path = os.path.join(ali_dir, "targets.scp")
+    if not os.path.exists(path):
+        raise FormatError(f"{ali_dir}: no targets.scp (import the alignments with "
+                          f"steps/import_ali.sh first)")
+    return path
+
+
+def check_targets(scp: str, keys, num_pdfs: int) -> None:
+    """Every target of the used utterances is a pdf the network has."""
+    reader = load_scp_lazy(scp)
+    for k in keys:
+        t = np.asarray(reader[k])
+        if t.size and (int(t.min()) < 0 or int(t.max()) >= num_pdfs):
+            raise FormatError(f"{scp}: utterance {k} has target {int(t.max())} (min "
+                              f"{int(t.min())}) outside the network's {num_pdfs} outputs")
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, lr: float):
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=cfg.momentum,
+                               weight_decay=cfg.weight_decay)
+    try:  # the fused kernel removes most of Adam's per-parameter overhead (CPU and GPU)
+        return torch.optim.Adam(params, lr=lr, weight_decay=cfg.weight_decay, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(params, lr=lr, weight_decay=cfg.weight_decay)
+
+
+def cv_config(dcfg: DataConfig) -> DataConfig:
+    """Cross-validation batches: whole utterances sorted by length (no chunks, no TBPTT)."""
+    c = dataclasses.replace(dcfg, seq_ordering="sorted", chunking="", tbptt="",
+                            max_seq_length=0, bucket_boundaries="", bucket_width=0,
+                            max_frames=max(dcfg.max_frames, 10000) if dcfg.max_frames else 0)
+    c.validate()
+    return c
+
+
+class Trainer:
+    def __init__(self, inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
+                 schedule, info: Optional[DistInfo] = None):
+        from hybridasr.models import build_model  # noqa: F401 - fail early if missing
+
+        self.inp, self.dcfg, self.mcfg, self.tcfg, self.schedule = inputs, dcfg, mcfg, tcfg, \
+            schedule
+        self.info = info or init_distributed(tcfg.device, tcfg.parallel)
+        self.dev = self.info.device
+        self.exp = inputs.exp_dir
+        os.makedirs(os.path.join(self.exp, "nnet"), exist_ok=True)
+        self._setup_data()
+
+    # --- data -------------------------------------------------------------------------
+    def _setup_data(self) -> None:
+        inp = self.inp
+        self.num_pdfs = read_num_pdfs(inp.ali_tr)
+        if inp.ali_cv != inp.ali_tr and read_num_pdfs(inp.ali_cv) != self.num_pdfs:
+            raise FormatError(f"{inp.ali_tr} and {inp.ali_cv} disagree on the number of pdfs")
+        self.transform = FeatureTransform.from_config(self.dcfg)
+        use_cmvn = self.transform.norm_means
+        self.tr = UtteranceDataset.from_data_dir(inp.data_tr, targets_scp(inp.ali_tr),
+                                                 self.transform, use_cmvn)
+        self.cv = UtteranceDataset.from_data_dir(inp.data_cv, targets_scp(inp.ali_cv),
+                                                 self.transform, use_cmvn)
+        for name, ds in (("training", self.tr), ("cross-validation", self.cv)):
+            if len(ds) == 0:
+                raise FormatError(f"the {name} set has no utterances with targets "
+                                  f"({ds.feats_scp}, {ds.targets_scp})")
+        if self.tr.feature_dim() != self.cv.feature_dim():
+            raise FormatError(f"feature dims differ: {self.tr.feats_scp} has "
+                              f"{self.tr.feature_dim()}, {self.cv.feats_scp} "
+                              f"{self.cv.feature_dim()}")
+        check_targets(self.tr.targets_scp, self.tr.keys, self.num_pdfs)
+        check_targets(self.cv.targets_scp, self.cv.keys, self.num_pdfs)
+        stats = os.path.join(self.exp, "global_stats.json")
+        if self.transform.needs_fit:
+            if self.info.is_main:
+                self.tr.fit_transform(stats)
+            barrier(self.info)
+            if not self.info.is_main:
+                self.tr.fit_transform(stats)
+        self.input_dim = self.transform.output_dim(self.tr.feature_dim())
+        self.cv_dcfg = cv_config(self.dcfg)
+
+    def meta(self, **extra) -> dict:
+        m = {"transform": self.transform.to_dict(), "num_pdfs": self.num_pdfs,
+             "data_config": self.dcfg.to_dict()}
+        m.update(extra)
+        return m
+
+    # --- model files ------------------------------------------------------------------
+    def _load(self, rel: str):
+        from hybridasr.models import load_model
+
+        model, meta = load_model(os.path.join(self.exp, rel), self.dev)
+        if int(meta["input_dim"]) != self.input_dim or int(meta["num_outputs"]) != self.num_pdfs:
+            raise FormatError(f"{os.path.join(self.exp, rel)} has input dim {meta['input_dim']} "
+                              f"and {meta['num_outputs']} outputs; the data give "
+                              f"{self.input_dim} and {self.num_pdfs}")
+        return model
+
+    def _save(self, model, optimizer, epoch: int, rejected: bool, **meta) -> str:
+        from hybridasr.models import save_model
+
+        path = ckpt.model_path(self.exp, epoch, rejected)
+        if self.info.is_main:
+            save_model(path, model, self.mcfg, self.meta(epoch=epoch, **meta))
+            if not rejected:
+                ckpt.save_optimizer(ckpt.optimizer_path(self.exp, epoch), optimizer)
+        return os.path.relpath(path, self.exp)
+
+    # --- passes -----------------------------------------------------------------------
+    def evaluate(self, model) -> EpochStats:
+        it = make_batch_iterator(self.cv, self.cv_dcfg, 0, self.info.rank, self.info.world_size,
+                                 pin_memory=self.dev.type == "cuda")
+        s = run_epoch(model, it, self.info, amp=self.tcfg.amp, what="cv", total_batches=len(it),
+                      progress_every=self.tcfg.progress_every)
+        return s.reduce(self.info)
+
+    def train_epoch(self, model, optimizer, epoch: int) -> EpochStats:
+        it = make_batch_iterator(self.tr, self.dcfg, epoch, self.info.rank,
+                                 self.info.world_size, pin_memory=self.dev.type == "cuda")
+        plan = it.stats()
+        ddp = self.tcfg.parallel == "ddp" and self.info.active
+        averager = None
+        net = model
+        if ddp:
+            from torch.nn.parallel import DistributedDataParallel
+
+            net = DistributedDataParallel(
+                model, device_ids=[self.dev.index] if self.dev.type == "cuda" else None)
+        elif self.tcfg.parallel == "average" and self.info.active:
+            averager = ParameterAverager(model, self.info, self.tcfg.sync_every,
+                                         self.tcfg.average_decay)
+        s = run_epoch(net, it, self.info, optimizer=optimizer,
+                      clip_grad_norm=self.tcfg.clip_grad_norm, amp=self.tcfg.amp,
+                      averager=averager, ddp=ddp, what=f"epoch {epoch}",
+                      total_batches=len(it), progress_every=self.tcfg.progress_every)
+        s = s.reduce(self.info)
+        s.extra["padding_ratio"] = plan.get("padding_ratio")
+        return s
+
+    # --- the schedule -----------------------------------------------------------------
+    def _start(self) -> dict:
+        from hybridasr.models import build_model
+
+        torch.manual_seed(self.tcfg.init_seed)
+        model = build_model(self.mcfg, self.input_dim, self.num_pdfs).to(self.dev)
+        broadcast_parameters(model, self.info)
+        optimizer = make_optimizer(model, self.tcfg, self.schedule.lr)
+        t0 = time.perf_counter()
+        cv = self.evaluate(model)
+        best = self._save(model, optimizer, 0, False, cv_loss=cv.loss)
+        self.schedule.start(cv.loss)
+        log.info("initial cross-validation: loss %.4f, frame error rate %.2f%%", cv.loss,
+                 100 * cv.fer)
+        history = [{"epoch": 0, "lr": self.schedule.lr, "cv_loss": cv.loss, "cv_fer": cv.fer,
+                    "accepted": True, "reason": "initial model", "model": best,
+                    "seconds": time.perf_counter() - t0}]
+        return {"epoch": 0, "best": best, "best_epoch": 0, "done": False,
+                "schedule": self.schedule.state_dict(), "history": history,
+                "model_config": self.mcfg, "input_dim": self.input_dim,
+                "num_pdfs": self.num_pdfs, "train_seconds": 0.0}
+
+    def _check_resumable(self, state: dict) -> None:
+        same = (state.get("model_config") == self.mcfg and
+                state.get("input_dim") == self.input_dim and
+                state.get("num_pdfs") == self.num_pdfs)
+        if not same:
+            raise ConfigError(
+                f"{self.exp}/{ckpt.STATE_FILE} is from a training with another model or data "
+                f"({state.get('model_config')}, input dim {state.get('input_dim')}, "
+                f"{state.get('num_pdfs')} pdfs); use another exp dir or delete this one")
+
+    def _publish(self, state: dict) -> None:
+        if self.info.is_main:
+            ckpt.write_state(self.exp, state)
+            write_metrics(os.path.join(self.exp, "metrics.jsonl"), state["history"])
+            plot_curves(os.path.join(self.exp, "curves.png"), state["history"])
+        barrier(self.info)
+
+    def run(self) -> dict:
+        state = ckpt.read_state(self.exp)
+        if state is None:
+            state = self._start()
+            self._publish(state)
+        else:
+            self._check_resumable(state)
+            self.schedule.load_state_dict(state["schedule"])
+            if not state["done"]:
+                log.info("resuming after epoch %d (best: %s, learning rate %g)", state["epoch"],
+                         state["best"], self.schedule.lr)
+        while not state["done"]:
+            state = self._one_epoch(state)
+            self._publish(state)
+        if self.info.is_main:
+            ckpt.link_final(self.exp, os.path.join(self.exp, state["best"]))
+        barrier(self.info)
+        return state
+
+    def _one_epoch(self, state: dict) -> dict:
+        epoch = state["epoch"] + 1
+        lr = self.schedule.lr
+        model = self._load(state["best"])
+        optimizer = make_optimizer(model, self.tcfg, lr)
+        ckpt.load_optimizer(ckpt.optimizer_path(self.exp, state["best_epoch"]), optimizer,
+                            self.dev)
+        for g in optimizer.param_groups:
+            g["lr"] = lr
+        torch.manual_seed(self.dcfg.seed * 1000 + epoch)
+        log.info("epoch %d: learning rate %g, from %s", epoch, lr, state["best"])
+        tr = self.train_epoch(model, optimizer, epoch)
+        rec = {"epoch": epoch, "lr": lr, "train_loss": tr.loss, "train_fer": tr.fer,
+               "train_frames": tr.frames, "frames_per_s": tr.frames_per_second,
+               "padding_ratio": tr.extra.get("padding_ratio"),
+               "real_padding_ratio": tr.padded_frames / tr.frames if tr.frames else None,
+               "batches": tr.batches, "seconds": tr.seconds, "world_size": self.info.world_size}
+        if tr.diverged:
+            decision = self.schedule.diverged(epoch)
+            rec.update(cv_loss=float("nan"), cv_fer=float("nan"), accepted=False,
+                       reason=decision.reason, model=None)
+            log.warning("epoch %d: the loss became NaN or inf: epoch rejected, learning rate "
+                        "%g -> %g", epoch, lr, decision.lr)
+        else:
+            cv = self.evaluate(model)
+            decision = self.schedule.epoch_done(epoch, tr.loss, cv.loss)
+            saved = self._save(model, optimizer, epoch, not decision.accept,
+                               train_loss=tr.loss, cv_loss=cv.loss)
+            rec.update(cv_loss=cv.loss, cv_fer=cv.fer, accepted=bool(decision.accept),
+                       reason=decision.reason, model=saved)
+            log.info("epoch %d: train loss %.4f FER %.2f%%, cv loss %.4f FER %.2f%%, "
+                     "%.0f frames/s, %s", epoch, tr.loss, 100 * tr.fer, cv.loss, 100 * cv.fer,
+                     tr.frames_per_second, decision.reason)
+            if decision.accept:
+                state = dict(state, best=saved, best_epoch=epoch)
+        rec["next_lr"] = decision.lr
+        history = list(state["history"]) + [rec]
+        return dict(state, epoch=epoch, done=bool(decision.stop),
+                    schedule=self.schedule.state_dict(), history=history,
+                    train_seconds=state.get("train_seconds", 0.0) + tr.seconds)
+
+
+def save_config_json(path: str, **parts) -> None:
+    from hybridasr.utils.atomic import atomic_open
+
+    with atomic_open(path, "w", encoding="utf-8") as f:
+        json.dump(parts, f, indent=1, sort_keys=True, default=str)
+
+
+def train(inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
+          schedule) -> dict:
+    if tcfg.num_threads > 0:
+        torch.set_num_threads(tcfg.num_threads)
+    torch.set_flush_denormal(True)  # denormal LSTM states slow CPUs down many times
+    info = init_distributed(tcfg.device, tcfg.parallel)
+    try:
+        trainer = Trainer(inputs, dcfg, mcfg, tcfg, schedule, info)
+        state = trainer.run()
+    finally:
+        shutdown(info)
+    return state

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Trains a hybrid acoustic model (BLSTM, LSTM or MLP over pdf-ids) with frame cross-entropy
+and newbob-style learning-rate control; resumes where a previous run stopped."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from hybridasr.cli import make_parser, run_main  # noqa: E402
+
+
+def get_parser():
+    from hybridasr.data.options import add_data_options
+    from hybridasr.models import add_model_options
+    from hybridasr.train.lr_schedule import add_lr_schedule_options
+    from hybridasr.train.options import add_train_options
+
+    p = make_parser(
+        "train.py",
+        "Frame cross-entropy training of a hybrid acoustic model on Kaldi features and\n"
+        "imported alignments (steps/import_ali.sh). Each epoch starts from the best model;\n"
+        "newbob accepts or rejects it on the cross-validation loss. Run it again to resume.\n"
+        "Under torchrun, --parallel=ddp or --parallel=average train on several processes.",
+        usage="train.py [options] <data-tr> <data-cv> <ali-tr-dir> <ali-cv-dir> <exp-dir>",
+        example="train.py --model-config=conf/model/blstm.conf "
+                "--batching-config=conf/batching/laplace.conf --schedule-config=conf/schedule/"
+                "newbob.conf data/train_tr90 data/train_cv10 exp/ali_train exp/ali_train "
+                "exp/blstm")
+    add_model_options(p)
+    add_data_options(p)
+    add_lr_schedule_options(p)
+    add_train_options(p)
+    p.add_argument("data_tr")
+    p.add_argument("data_cv")
+    p.add_argument("ali_tr")
+    p.add_argument("ali_cv")
+    p.add_argument("exp_dir")
+    return p
+
+
+def main(argv=None):
+    from hybridasr.cli import options_dict, save_resolved_config
+    from hybridasr.data.options import data_config_from_args
+    from hybridasr.models import model_config_from_args
+    from hybridasr.train.lr_schedule import lr_schedule_from_args
+    from hybridasr.train.options import train_config_from_args
+    from hybridasr.train.trainer import TrainInputs, save_config_json, train
+
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    dcfg = data_config_from_args(args)
+    mcfg = model_config_from_args(args)
+    tcfg = train_config_from_args(args)
+    schedule = lr_schedule_from_args(args)
+    os.makedirs(args.exp_dir, exist_ok=True)
+    if int(os.environ.get("RANK", "0")) == 0:
+        save_resolved_config(parser, args, os.path.join(args.exp_dir, "train.conf"))
+        save_config_json(os.path.join(args.exp_dir, "config.json"), data=dcfg.to_dict(),
+                         model=mcfg, train=tcfg.__dict__, options=options_dict(parser, args))
+    state = train(TrainInputs(args.data_tr, args.data_cv, args.ali_tr, args.ali_cv,
+                              args.exp_dir), dcfg, mcfg, tcfg, schedule)
+    import json
+    import logging
+
+    best = [h for h in state["history"] if h.get("model") == state["best"]]
+    summary = {"best": state["best"], "epochs": state["epoch"],
+               "train_seconds": round(state.get("train_seconds", 0.0), 2)}
+    if best:
+        summary.update(cv_loss=best[-1].get("cv_loss"), cv_fer=best[-1].get("cv_fer"))
+    logging.getLogger("train.py").info("done: %s", json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

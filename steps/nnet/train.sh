@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Trains a hybrid acoustic model (BLSTM/LSTM/MLP over pdf-ids) with Kaldi nnet1's
+# steps/nnet/train.sh interface. The alignment dirs are either imported ones
+# (steps/import_ali.sh: targets.scp, num_pdfs, pdf_counts) or Kaldi alignment dirs
+# (ali.*.gz + final.mdl), imported here into <exp-dir>/ali_{tr,cv}. Writes <exp-dir>/final.nnet
+# (-> the best model), final.mdl and ali_train_pdf.counts (for decoding), metrics.jsonl,
+# curves.png and log/train.log. Run it again to resume an interrupted training.
+
+# Begin configuration section.
+cmd=run.pl           # e.g. "queue.pl --gpu 1" from cmd.sh
+model_config=        # e.g. conf/model/blstm.conf
+batching_config=     # e.g. conf/batching/laplace.conf
+schedule_config=     # e.g. conf/schedule/newbob.conf
+config=              # a config file of any train.py options
+device=cpu           # cpu|cuda|auto
+nproc=1              # processes for torchrun (one per GPU); >1 needs --parallel ddp|average
+parallel=            # ddp|average (default with nproc>1: ddp)
+torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --node-rank 0 --rdzv-endpoint host:29400"
+train_opts=          # more train.py options, e.g. "--learning-rate=0.0005 --max-iters=10"
+# End configuration section.
+
+echo "$0 $@"  # Print the command line for logging.
+
+[ -f path.sh ] && . ./path.sh
+command -v train.py >/dev/null 2>&1 || . "$(dirname "$0")/../../path.sh"
+. "$(dirname "$0")/../../utils/parse_options.sh" || exit 1
+
+set -euo pipefail
+
+if [ $# -ne 6 ]; then
+  cat >&2 <<USAGE
+Usage: $0 [options] <data-train> <data-cv> <lang-dir> <ali-train> <ali-cv> <exp-dir>
+ e.g.: $0 --model-config conf/model/blstm.conf --batching-config conf/batching/laplace.conf \\
+          data/train_tr90 data/train_cv10 data/lang exp/mono_ali exp/mono_ali exp/blstm
+Options:
+  --cmd <run.pl|queue.pl ...>            # how to run the training job (default: $cmd)
+  --model-config, --batching-config, --schedule-config, --config <file>
+  --device cpu|cuda|auto                 # (default: $device)
+  --nproc <n>                            # processes/GPUs via torchrun (default: $nproc)
+  --parallel ddp|average                 # multi-process scheme (default: ddp when nproc>1)
+  --torchrun-opts "<opts>"               # multi-node rendezvous etc., passed to torchrun
+  --train-opts "<opts>"                  # more train.py options
+USAGE
+  exit 1
+fi
+
+data_tr=$1
+data_cv=$2
+lang=$3
+ali_tr=$4
+ali_cv=$5
+dir=$6
+steps=$(cd "$(dirname "$0")/.." && pwd)
+
+for f in "$data_tr/feats.scp" "$data_cv/feats.scp"; do
+  [ ! -f "$f" ] && echo "$0: no such file $f" >&2 && exit 1
+done
+[ -d "$lang" ] || echo "$0: warning: no lang dir $lang (only used for checks)" >&2
+
+mkdir -p "$dir/log"
+
+# Kaldi alignment dirs are imported first (pdf-id targets, counts), once.
+import_if_needed() {  # <ali-dir> <data-dir> <name> -> prints the imported dir
+  local ali=$1 data=$2 name=$3
+  if [ -f "$ali/targets.scp" ] && [ -f "$ali/num_pdfs" ]; then
+    echo "$ali"
+  elif [ -f "$ali/final.mdl" ] && ls "$ali"/ali.*.gz >/dev/null 2>&1; then
+    if [ ! -f "$dir/$name/targets.scp" ]; then
+      "$steps/import_ali.sh" "$ali" "$data" "$dir/$name" >&2
+    fi
+    echo "$dir/$name"
+  else
+    echo "$0: $ali is neither an imported alignment dir (targets.scp) nor a Kaldi one" \
+         "(final.mdl, ali.*.gz)" >&2
+    return 1
+  fi
+}
+ali_tr=$(import_if_needed "$ali_tr" "$data_tr" ali_tr)
+ali_cv=$(import_if_needed "$ali_cv" "$data_cv" ali_cv)
+
+for f in "$ali_tr/final.mdl" "$ali_tr/pdf_counts"; do
+  [ ! -f "$f" ] && echo "$0: no such file $f" >&2 && exit 1
+done
+# what decoding needs, beside the network (nnet1's names)
+cp "$ali_tr/final.mdl" "$dir/final.mdl"
+cp "$ali_tr/pdf_counts" "$dir/ali_train_pdf.counts"
+[ -f "$ali_tr/tree" ] && cp "$ali_tr/tree" "$dir/tree"
+[ -f "$ali_tr/phones.txt" ] && cp "$ali_tr/phones.txt" "$dir/phones.txt"
+
+opts=()
+[ -n "$config" ] && opts+=(--config="$config")
+[ -n "$model_config" ] && opts+=(--model-config="$model_config")
+[ -n "$batching_config" ] && opts+=(--batching-config="$batching_config")
+[ -n "$schedule_config" ] && opts+=(--schedule-config="$schedule_config")
+opts+=(--device="$device")
+if [ "$nproc" -gt 1 ] || [ -n "$torchrun_opts" ]; then
+  [ -z "$parallel" ] && parallel=ddp
+  opts+=(--parallel="$parallel")
+  # shellcheck disable=SC2086
+  launcher=(torchrun --nproc-per-node "$nproc" $torchrun_opts "$(command -v train.py)")
+  [ -z "$torchrun_opts" ] && launcher=(torchrun --standalone --nproc-per-node "$nproc" "$(command -v train.py)")
+else
+  [ -n "$parallel" ] && opts+=(--parallel="$parallel")
+  launcher=(train.py)
+fi
+
+echo "$0: training $dir on $data_tr (cv: $data_cv), targets from $ali_tr"
+# shellcheck disable=SC2086
+$cmd "$dir/log/train.log" \
+  "${launcher[@]}" "${opts[@]}" $train_opts "$data_tr" "$data_cv" "$ali_tr" "$ali_cv" "$dir" \
+  || { echo "$0: training failed, see $dir/log/train.log:" >&2;
+       grep -E "ERROR|Error" "$dir/log/train.log" | tail -n 3 >&2 || true; exit 1; }
+
+[ -e "$dir/final.nnet" ] || { echo "$0: no $dir/final.nnet after training; see $dir/log/train.log" >&2; exit 1; }
+echo "$0: done training $dir: final.nnet -> $(readlink "$dir/final.nnet"); metrics in $dir/metrics.jsonl, curves in $dir/curves.png"

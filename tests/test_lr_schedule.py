@@ -1,0 +1,147 @@
+"""Learning-rate control, step by step on scripted CV losses (Kaldi nnet1's newbob rules,
+RETURNN's variants, plateau), state round trips and options from a --schedule-config."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hybridasr.cli import make_parser
+from hybridasr.errors import ConfigError
+from hybridasr.train.lr_schedule import (add_lr_schedule_options, lr_schedule_from_args,
+                                         make_lr_schedule)
+
+
+def run(s, initial, losses):
+    s.start(initial)
+    out = []
+    for e, loss in enumerate(losses, 1):
+        d = s.epoch_done(e, loss + 0.1, loss)
+        out.append((d.accept, round(d.lr, 10), d.stop))
+        if d.stop:
+            break
+    return out
+
+
+def test_newbob_accepts_rejects_halves_and_stops_as_nnet1():
+    s = make_lr_schedule("newbob", learning_rate=0.008)
+    # 2.0 -> 1.5 (25% better), 1.6 rejected (rel. impr. 0 < 0.01: halving starts and the
+    # rate halves at once), 1.45 accepted (3.3% better, halving goes on), 1.449 accepted
+    # (0.07% < 0.1% while halving: stop, at the rate of that epoch)
+    got = run(s, 2.0, [1.5, 1.6, 1.45, 1.449, 1.0])
+    assert got == [(True, 0.008, False), (False, 0.004, False), (True, 0.002, False),
+                   (True, 0.002, True)]
+    assert s.best == pytest.approx(1.449)
+
+
+def test_newbob_rejection_keeps_the_best_and_relative_improvement_is_against_it():
+    s = make_lr_schedule("newbob", learning_rate=1.0)
+    s.start(10.0)
+    d = s.epoch_done(1, 0, 11.0)
+    assert not d.accept and "rejected" in d.reason and s.best == 10.0 and s.halving
+    assert d.lr == 0.5
+    d = s.epoch_done(2, 0, 9.0)  # 10% better than the best accepted (10.0), not than 11.0
+    assert d.accept and d.lr == 0.25 and not d.stop
+
+
+def test_newbob_keep_lr_iters_and_min_iters():
+    s = make_lr_schedule("newbob", learning_rate=1.0, keep_lr_iters=2, min_iters=3)
+    got = run(s, 1.0, [1.2, 1.3, 1.3, 1.3, 1.3])
+    # epochs 1-2: accepted though worse, rate kept; epoch 3: accepted (min_iters), rel.
+    # impr. 0 -> halving starts; epoch 4: rejected, halving and rel. impr. 0 < end: stop
+    assert got == [(True, 1.0, False), (True, 1.0, False), (True, 0.5, False),
+                   (False, 0.5, True)]
+
+
+def test_newbob_max_iters():
+    s = make_lr_schedule("newbob", learning_rate=1.0, max_iters=3)
+    got = run(s, 10.0, [9.0, 8.0, 7.0, 6.0])
+    assert got == [(True, 1.0, False), (True, 1.0, False), (True, 1.0, True)]
+
+
+def test_state_round_trip_continues_identically():
+    losses = [1.5, 1.6, 1.45, 1.44, 1.43, 1.4299]
+    a = make_lr_schedule("newbob", learning_rate=0.008)
+    ref = run(a, 2.0, losses)
+    b = make_lr_schedule("newbob", learning_rate=0.008)
+    b.start(2.0)
+    first = [b.epoch_done(e, 0, x) for e, x in enumerate(losses[:2], 1)]
+    c = make_lr_schedule("newbob", learning_rate=0.5)  # options differ: the state wins
+    c.load_state_dict(b.state_dict())
+    rest = []
+    for e, x in enumerate(losses[2:], 3):
+        d = c.epoch_done(e, 0, x)
+        rest.append((d.accept, round(d.lr, 10), d.stop))
+        if d.stop:
+            break
+    assert [(d.accept, round(d.lr, 10), d.stop) for d in first] + rest == ref
+
+
+def test_diverged_rejects_and_halves():
+    s = make_lr_schedule("newbob", learning_rate=0.01)
+    s.start(3.0)
+    d = s.diverged(1)
+    assert not d.accept and d.lr == 0.005 and "NaN" in d.reason and s.lr == 0.005
+    d = s.epoch_done(2, math.nan, math.nan)
+    assert not d.accept and d.lr == 0.0025
+
+
+def test_newbob_rel_decays_when_the_relative_change_is_above_threshold():
+    s = make_lr_schedule("newbob_rel", learning_rate=1.0)  # threshold -0.01, decay 0.5
+    got = run(s, 10.0, [9.0, 8.95, 8.0, 8.5])
+    # -10% (no decay), -0.56% > -1% (decay), -10.6% (no), +6.25% (decay); all kept
+    assert got == [(True, 1.0, False), (True, 0.5, False), (True, 0.5, False),
+                   (True, 0.25, False)]
+
+
+def test_newbob_abs_and_min_learning_rate():
+    s = make_lr_schedule("newbob_abs", learning_rate=1.0, newbob_error_threshold=-0.1,
+                         min_learning_rate=0.3)
+    got = run(s, 5.0, [4.5, 4.45, 4.0, 4.0])
+    assert got == [(True, 1.0, False), (True, 0.5, False), (True, 0.5, False),
+                   (True, 0.3, False)]
+
+
+def test_newbob_multi_epoch_averages_relative_changes():
+    s = make_lr_schedule("newbob_multi_epoch", learning_rate=1.0, newbob_multi_num_epochs=2,
+                         newbob_multi_update_interval=2)
+    # epoch 1: odd -> no update; epoch 2: mean(-10%, -10%) no decay; epoch 3 odd;
+    # epoch 4: mean(+1.2%, -0.6%) = +0.3% > -1% -> decay
+    got = run(s, 10.0, [9.0, 8.1, 8.2, 8.15])
+    assert got == [(True, 1.0, False), (True, 1.0, False), (True, 1.0, False),
+                   (True, 0.5, False)]
+
+
+def test_constant_and_plateau():
+    assert run(make_lr_schedule("constant", learning_rate=0.1, max_iters=2), 1.0,
+               [2.0, 3.0, 4.0]) == [(True, 0.1, False), (True, 0.1, True)]
+    s = make_lr_schedule("plateau", learning_rate=1.0, plateau_patience=1,
+                         min_learning_rate=0.3)
+    got = run(s, 1.0, [0.9, 0.95, 0.96, 0.8, 0.85, 0.85])
+    assert got == [(True, 1.0, False), (False, 1.0, False), (False, 0.5, False),
+                   (True, 0.5, False), (False, 0.5, False), (False, 0.25, True)]
+
+
+def test_options_from_a_schedule_config_file(tmp_path):
+    conf = tmp_path / "newbob.conf"
+    conf.write_text("--lr-schedule=newbob\n--learning-rate=0.004\n--start-halving-impr=0.02\n")
+    p = make_parser("t", "test")
+    add_lr_schedule_options(p)
+    args = p.parse_args([f"--schedule-config={conf}", "--learning-rate=0.002"])
+    s = lr_schedule_from_args(args)
+    assert s.name == "newbob" and s.lr == 0.002 and s.start_halving_impr == 0.02
+    bad = tmp_path / "bad.conf"
+    bad.write_text("--lr-schedule=newbob\n--halfing-factor=0.5\n")
+    with pytest.raises(ConfigError, match=r"bad.conf:2"):
+        p.parse_args([f"--schedule-config={bad}"])
+    with pytest.raises(ConfigError, match="unknown --lr-schedule"):
+        make_lr_schedule("newbobby", learning_rate=1.0)
+
+
+def test_repo_schedule_confs_load(repo_dir):
+    p = make_parser("t", "test")
+    add_lr_schedule_options(p)
+    p.add_argument("--optimizer")
+    for conf in sorted((repo_dir / "conf" / "schedule").glob("*.conf")):
+        s = lr_schedule_from_args(p.parse_args([f"--schedule-config={conf}"]))
+        assert s.lr > 0, conf

@@ -1,0 +1,195 @@
+"""Training on kaldi_digits' real features and GMM alignments: convergence of a BLSTM and an
+MLP, resumption after a kill, NaN handling, and bad input caught before training."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from train_helpers import make_tr_cv
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN_PY = os.path.join(REPO, "pybin", "train.py")
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory, kaldi_digits):
+    return make_tr_cv(kaldi_digits, tmp_path_factory.mktemp("digits"))
+
+
+def train_args(digits, exp, *extra):
+    tr, cv, ali = digits
+    return [*extra, str(tr), str(cv), str(ali), str(ali), str(exp)]
+
+
+def _main(argv):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pybin_train", TRAIN_PY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.main(argv)
+
+
+def history(exp):
+    with open(os.path.join(exp, "metrics.jsonl"), encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+BLSTM = ["--model=blstm", "--num-layers=2", "--hidden-size=64", "--dropout=0",
+         "--seq-ordering=laplace:4", "--max-frames=2000", "--num-workers=0",
+         "--optimizer=adam", "--learning-rate=0.004", "--lr-schedule=newbob",
+         "--progress-every=0", "--num-threads=2"]
+
+
+def test_blstm_reaches_cv_fer_below_35_percent(digits, tmp_path):
+    exp = tmp_path / "blstm"
+    assert _main(train_args(digits, exp, *BLSTM, "--max-iters=25")) == 0
+    h = history(exp)
+    assert h[0]["epoch"] == 0 and h[0]["reason"] == "initial model"
+    best = min(x["cv_fer"] for x in h if x.get("accepted"))
+    assert best < 0.35, h
+    for x in h[1:]:
+        assert {"train_loss", "cv_loss", "cv_fer", "lr", "accepted", "frames_per_s",
+                "padding_ratio"} <= set(x)
+    assert os.path.islink(exp / "final.nnet")
+    state = json.loads((exp / "train_state.json").read_text())
+    assert os.path.realpath(exp / "final.nnet") == os.path.realpath(exp / state["best"])
+    assert (exp / "curves.png").stat().st_size > 1000
+    assert (exp / "train.conf").exists() and (exp / "config.json").exists()
+    # the saved model decodes: it loads (weights only) with the transform in its meta
+    from hybridasr.models import load_model
+
+    model, meta = load_model(str(exp / "final.nnet"))
+    assert meta["num_pdfs"] == 70 and meta["transform"]["norm_means"] is True
+    # accepted epochs improve the best CV loss monotonically; rejected ones are kept aside
+    best_loss = h[0]["cv_loss"]
+    for x in h[1:]:
+        if x["accepted"]:
+            assert x["cv_loss"] < best_loss
+            best_loss = x["cv_loss"]
+        else:
+            assert x["model"].endswith("_rejected") and (exp / x["model"]).exists()
+
+
+def test_mlp_frame_shuffle_reaches_cv_fer_below_35_percent(digits, tmp_path):
+    exp = tmp_path / "mlp"
+    args = ["--model=mlp", "--num-layers=2", "--hidden-size=256", "--activation=relu",
+            "--splice=5", "--seq-ordering=frame_shuffle", "--max-frames=256",
+            "--randomizer-size=100000", "--num-workers=0", "--optimizer=adam",
+            "--learning-rate=0.001", "--lr-schedule=newbob", "--max-iters=15",
+            "--progress-every=0", "--num-threads=2"]
+    assert _main(train_args(digits, exp, *args)) == 0
+    h = history(exp)
+    assert min(x["cv_fer"] for x in h if x.get("accepted")) < 0.35, h
+
+
+def _proc_train(argv, env_with_path):
+    return subprocess.Popen([sys.executable, TRAIN_PY, *argv], env=env_with_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+SMALL = ["--model=blstm", "--num-layers=1", "--hidden-size=32", "--dropout=0.2",
+         "--seq-ordering=laplace:2", "--max-frames=1500", "--num-workers=0",
+         "--learning-rate=0.004", "--lr-schedule=newbob", "--max-iters=4",
+         "--progress-every=0", "--num-threads=1"]
+
+
+def test_killed_run_resumes_to_the_same_epochs(digits, tmp_path, env_with_path):
+    ref = tmp_path / "ref"
+    p = _proc_train(train_args(digits, ref, *SMALL), env_with_path)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    # the same training, killed with SIGKILL once epoch 2 is under way, then started again
+    exp = tmp_path / "killed"
+    p = _proc_train(train_args(digits, exp, *SMALL), env_with_path)
+    state = exp / "train_state.json"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if state.exists() and json.loads(state.read_text())["epoch"] >= 1:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGKILL)
+    p.communicate()
+    killed_at = json.loads(state.read_text())["epoch"]
+    assert killed_at < 4, "training finished before it could be killed"
+    p = _proc_train(train_args(digits, exp, *SMALL), env_with_path)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    assert "resuming after epoch" in out
+    h_ref, h = history(ref), history(exp)
+    strip = lambda hs: [{k: v for k, v in x.items()  # noqa: E731
+                         if k not in ("seconds", "frames_per_s")} for x in hs]
+    assert strip(h) == strip(h_ref)
+    from hybridasr.models import load_model
+
+    a, _ = load_model(str(ref / "final.nnet"))
+    b, _ = load_model(str(exp / "final.nnet"))
+    for (n, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), n
+    # and a third run has nothing left to do
+    p = _proc_train(train_args(digits, exp, *SMALL), env_with_path)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0 and "epoch 5" not in out
+    assert history(exp) == h
+
+
+def test_nan_loss_rejects_the_epoch_and_halves_the_rate(digits, tmp_path, monkeypatch):
+    import hybridasr.train.trainer as trainer_mod
+    from hybridasr.train.loop import run_epoch as real_run_epoch
+
+    def poisoned(model, batches, info, **kw):
+        if kw.get("what") == "epoch 2":
+            def nan_batches():
+                for b in batches:
+                    b.feats[:] = float("nan")
+                    yield b
+            return real_run_epoch(model, nan_batches(), info, **kw)
+        return real_run_epoch(model, batches, info, **kw)
+
+    monkeypatch.setattr(trainer_mod, "run_epoch", poisoned)
+    exp = tmp_path / "nan"
+    assert _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=3", "--progress-every=0",
+                            "--num-threads=2")) == 0
+    h = history(exp)
+    e2 = [x for x in h if x["epoch"] == 2][0]
+    assert e2["accepted"] is False and e2["cv_loss"] is None
+    assert e2["next_lr"] == pytest.approx(e2["lr"] * 0.5)
+    e3 = [x for x in h if x["epoch"] == 3][0]
+    assert e3["lr"] == pytest.approx(e2["lr"] * 0.5)
+    assert all(torch.isfinite(p).all() for p in
+               __import__("hybridasr.models", fromlist=["load_model"]).load_model(
+                   str(exp / "final.nnet"))[0].parameters())
+
+
+def test_targets_outside_the_outputs_fail_before_training(digits, tmp_path):
+    from hybridasr.errors import FormatError
+
+    tr, cv, ali = digits
+    bad = tmp_path / "ali_bad"
+    bad.mkdir()
+    for name in os.listdir(ali):
+        if not name.startswith("."):
+            os.symlink(ali / name, bad / name)
+    os.unlink(bad / "num_pdfs")
+    (bad / "num_pdfs").write_text("50\n")
+    with pytest.raises(FormatError, match=r"outside the network's 50 outputs"):
+        _main([*SMALL, str(tr), str(cv), str(bad), str(bad), str(tmp_path / "exp")])
+    assert not (tmp_path / "exp" / "nnet" / "epoch0.nnet").exists()
+
+
+def test_a_different_model_in_an_existing_exp_dir_is_refused(digits, tmp_path):
+    from hybridasr.errors import ConfigError
+
+    exp = tmp_path / "exp"
+    assert _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=1", "--progress-every=0",
+                            "--num-threads=2")) == 0
+    with pytest.raises(ConfigError, match="another model"):
+        _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=1", "--hidden-size=48"))
