@@ -1,0 +1,111 @@
+"""The digits recipe end to end on the real Kaldi dir (tiny model, 2 epochs): every stage's
+outputs, Kaldi-format WER files, a second run that redoes nothing, and --stage 3 after
+deleting the model retraining only."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+WER_LINE = re.compile(r"^%WER (\d+\.\d\d) \[ (\d+) / (\d+), (\d+) ins, (\d+) del, (\d+) sub \]")
+
+
+def make_recipe_copy(repo_dir, dst):
+    """A copy of egs/digits/s5 elsewhere (links to the toolkit's steps/ and utils/)."""
+    src = repo_dir / "egs" / "digits" / "s5"
+    dst.mkdir(parents=True)
+    for name in ("run.sh", "cmd.sh", "path.sh"):
+        shutil.copy2(src / name, dst / name)
+    shutil.copytree(src / "conf", dst / "conf", symlinks=False)
+    os.symlink(repo_dir / "steps", dst / "steps")
+    os.symlink(repo_dir / "utils", dst / "utils")
+    (dst / "conf" / "tiny_model.conf").write_text(
+        "--model=blstm\n--num-layers=1\n--hidden-size=48\n--dropout=0\n")
+    (dst / "conf" / "tiny_schedule.conf").write_text(
+        "--optimizer=adam\n--learning-rate=0.005\n--lr-schedule=newbob\n--max-iters=2\n")
+    return dst
+
+
+def run_recipe(s5, env, *args):
+    p = subprocess.run(["./run.sh", "--model-config", "conf/tiny_model.conf",
+                        "--schedule-config", "conf/tiny_schedule.conf", *args],
+                       cwd=s5, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+    return p.stdout + p.stderr
+
+
+@pytest.fixture(scope="module")
+def recipe_run(tmp_path_factory, repo_dir, kaldi_digits, env_with_path):
+    s5 = make_recipe_copy(repo_dir, tmp_path_factory.mktemp("recipe") / "s5")
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+    out = run_recipe(s5, env, "--kaldi-dir", str(kaldi_digits))
+    return s5, env, out
+
+
+def test_every_stage_leaves_its_outputs(recipe_run, kaldi_digits):
+    s5, _, out = recipe_run
+    for n in range(6):
+        assert f"===== stage {n}:" in out
+    for f in ("data/kaldi_dir.json", "data/train/feats.scp", "data/train/cmvn.scp",
+              "data/test/feats.scp", "data/train/utt2num_frames", "exp/ali_train/targets.scp",
+              "exp/ali_train/pdf_counts", "data/train_tr90/feats.scp",
+              "data/train_cv10/feats.scp", "exp/blstm/final.nnet", "exp/blstm/final.mdl",
+              "exp/blstm/ali_train_pdf.counts", "exp/blstm/metrics.jsonl",
+              "exp/blstm/curves.png", "exp/blstm/log/train.log", "exp/blstm/summary.txt"):
+        assert (s5 / f).exists(), f
+    # features are ours, from the audio, in the recipe's mfcc/ dir
+    feats = (s5 / "data/train/feats.scp").read_text().split("\n")[0].split()[1]
+    assert feats.startswith("mfcc/")
+    wers = sorted((s5 / "exp/blstm/decode_test").glob("wer_*"))
+    assert len(wers) >= 3
+    for w in wers:
+        # Kaldi's wer_N: the compute-wer command line, then the %WER line
+        m = next((WER_LINE.match(x) for x in w.read_text().splitlines()
+                  if WER_LINE.match(x)), None)
+        assert m, w.read_text()
+        assert int(m.group(3)) == 30 * 1  # 30 test utterances, one word each
+        assert abs(float(m.group(1)) - 100.0 * int(m.group(2)) / int(m.group(3))) < 0.01
+    assert "WER" in (s5 / "exp/blstm/summary.txt").read_text()
+    # the Kaldi dir was only read
+    assert not (kaldi_digits / "exp" / "blstm").exists()
+
+
+def test_second_run_redoes_nothing(recipe_run):
+    s5, env, _ = recipe_run
+    final = s5 / "exp/blstm/final.nnet"
+    before = {p: p.stat().st_mtime_ns for p in
+              [final.resolve(), s5 / "data/train/feats.scp", s5 / "exp/ali_train/targets.scp"]
+              + sorted((s5 / "exp/blstm/decode_test").glob("wer_*"))}
+    out = run_recipe(s5, env)
+    assert out.count("skipping") >= 6, out
+    after = {p: p.stat().st_mtime_ns for p in before}
+    assert before == after
+
+
+def test_stage_3_after_deleting_the_model_retrains_only(recipe_run):
+    s5, env, _ = recipe_run
+    feats_mtime = (s5 / "data/train/feats.scp").stat().st_mtime_ns
+    shutil.rmtree(s5 / "exp/blstm")
+    out = run_recipe(s5, env, "--stage", "3")
+    assert "===== stage 2" not in out and "===== stage 3" in out
+    assert (s5 / "exp/blstm/final.nnet").exists()
+    assert list((s5 / "exp/blstm/decode_test").glob("wer_*"))
+    assert (s5 / "data/train/feats.scp").stat().st_mtime_ns == feats_mtime
+
+
+def test_broken_kaldi_dir_fails_stage_0_naming_the_problem(tmp_path, repo_dir,
+                                                           kaldi_digits_copy, env_with_path):
+    s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+    os.unlink(kaldi_digits_copy / "exp/mono_ali/final.mdl")
+    lines = (kaldi_digits_copy / "data/test/utt2spk").read_text().splitlines()
+    (kaldi_digits_copy / "data/test/utt2spk").write_text("\n".join(reversed(lines)) + "\n")
+    p = subprocess.run(["./run.sh", "--kaldi-dir", str(kaldi_digits_copy), "--stop-stage", "0"],
+                       cwd=s5, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    err = p.stdout + p.stderr
+    assert "final.mdl" in err and "stage 0 failed" in err
+    assert not (s5 / "data" / "train" / "feats.scp").exists()
