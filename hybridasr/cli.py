@@ -52,15 +52,36 @@ def str2bool(value) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
-def add_bool(parser: argparse.ArgumentParser, name: str, default: bool, help: str = "") -> None:
-    """A boolean option: ``--name`` alone means true, ``--name=false`` false."""
-    parser.add_argument(name, type=str2bool, nargs="?", const=True, default=default,
-                        metavar="true|false", help=f"{help} (default: {str(default).lower()})")
+class _BoolAction(argparse.Action):
+    """A Kaldi boolean: exactly one value (``--name=true|false``). A bare ``--name`` is
+    rewritten to ``--name=true`` by ``KaldiArgumentParser`` before argparse sees it, so the
+    next word (a positional) is never taken as the flag's value."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+
+
+def add_bool(parser, name: str, default: bool, help: str = "") -> None:
+    """A boolean option: ``--name`` alone means true, ``--name=false`` false.
+
+    ``parser`` may be a ``KaldiArgumentParser`` or one of its argument groups (groups share
+    the parser's actions, so the parser knows its booleans either way). On a plain argparse
+    parser the option keeps argparse's optional-value form (a bare flag may then take the
+    next word)."""
+    help = f"{help} (default: {str(default).lower()})"
+    if isinstance(parser, argparse.ArgumentParser) and not isinstance(parser, KaldiArgumentParser):
+        parser.add_argument(name, type=str2bool, nargs="?", const=True, default=default,
+                            metavar="true|false", help=help)
+        return
+    parser.add_argument(name, action=_BoolAction, type=str2bool, default=default,
+                        metavar="true|false", help=help)
 
 
 def _normalize_argv(argv: Sequence[str]) -> List[str]:
     out = []
-    for a in argv:
+    for i, a in enumerate(argv):
+        if a == "--":  # everything after it is positional, untouched
+            return out + list(argv[i:])
         if a.startswith("--") and len(a) > 2:
             if "=" in a:
                 name, value = a.split("=", 1)
@@ -70,6 +91,11 @@ def _normalize_argv(argv: Sequence[str]) -> List[str]:
         else:
             out.append(a)
     return out
+
+
+# Set while run_main runs an entry point: the parser then sets the log level from the parsed
+# --verbose (command line or config file).
+_LOG_LEVEL_FROM_ARGS = False
 
 
 class KaldiArgumentParser(argparse.ArgumentParser):
@@ -100,6 +126,9 @@ class KaldiArgumentParser(argparse.ArgumentParser):
         configs, extra, rest, i = [], [], [], 0
         while i < len(argv):
             a = argv[i]
+            if a == "--":
+                rest.extend(argv[i:])
+                break
             if a.startswith("--config="):
                 configs.append(a.split("=", 1)[1])
             elif a == "--config" and i + 1 < len(argv):
@@ -126,11 +155,26 @@ class KaldiArgumentParser(argparse.ArgumentParser):
         self._config_files = configs
         return conf_args + rest
 
+    def bool_options(self) -> List[str]:
+        """The option strings of the ``add_bool`` options (added here or on a group)."""
+        return [o for a in self._actions if isinstance(a, _BoolAction) for o in a.option_strings]
+
+    def _bare_bools_to_true(self, argv: List[str]) -> List[str]:
+        bools = set(self.bool_options())
+        out = []
+        for i, a in enumerate(argv):
+            if a == "--":
+                return out + argv[i:]
+            out.append(f"{a}=true" if a in bools else a)
+        return out
+
     def parse_args(self, args: Optional[Sequence[str]] = None, namespace=None):
         argv = list(sys.argv[1:] if args is None else args)
-        argv = self._expand_configs(_normalize_argv(argv))
+        argv = self._bare_bools_to_true(self._expand_configs(_normalize_argv(argv)))
         ns = super().parse_args(argv, namespace)
         ns.config = list(getattr(self, "_config_files", []))
+        if _LOG_LEVEL_FROM_ARGS:
+            setup_logging(getattr(ns, "verbose", 0) or 0)
         return ns
 
     def error(self, message):  # argparse's own errors: usage + message, exit 2
@@ -144,10 +188,17 @@ def make_parser(prog: str, description: str, usage: str | None = None,
 
 
 def options_dict(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
-    """The resolved optional arguments (not positionals, not --config/--verbose)."""
+    """The resolved optional arguments: not positionals, not --help/--verbose, and not the
+    config-file options (--config, --batching-config, ...), whose values are already in the
+    others; so a file written from it reads back with --config."""
+    skip = {"help", "config", "verbose"}
+    for name in getattr(parser, "_config_file_options", []):
+        action = parser._option_string_actions.get(name)
+        if action is not None:
+            skip.add(action.dest)
     out = {}
     for action in parser._actions:
-        if not action.option_strings or action.dest in ("help", "config", "verbose"):
+        if not action.option_strings or action.dest in skip:
             continue
         out[action.dest] = getattr(args, action.dest, None)
     return out
@@ -174,10 +225,16 @@ def setup_logging(verbose: int = 0) -> None:
 
 def run_main(main: Callable[[Optional[List[str]]], Optional[int]],
              argv: Optional[List[str]] = None) -> None:
-    """Runs an entry point: prints its command line, turns HybridAsrError into exit 1."""
-    setup_logging(1 if any(a in ("--verbose=1", "--verbose=2") for a in sys.argv) else 0)
+    """Runs an entry point: prints its command line, turns HybridAsrError into exit 1.
+
+    Logging starts at INFO; when the entry point parses its options (with a ``make_parser``
+    parser) the level follows the parsed ``--verbose`` (DEBUG for 1 or more), wherever it was
+    given (``--verbose=1``, ``--verbose 1``, a ``--config`` file)."""
+    global _LOG_LEVEL_FROM_ARGS
+    setup_logging(0)
     print(" ".join(shlex.quote(a) for a in [os.path.basename(sys.argv[0])] + sys.argv[1:]),
           file=sys.stderr, flush=True)
+    _LOG_LEVEL_FROM_ARGS = True
     try:
         rc = main(argv)
     except HybridAsrError as e:
@@ -188,4 +245,6 @@ def run_main(main: Callable[[Optional[List[str]]], Optional[int]],
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    finally:
+        _LOG_LEVEL_FROM_ARGS = False
     sys.exit(rc or 0)

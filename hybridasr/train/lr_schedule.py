@@ -5,22 +5,39 @@ after each epoch (or ``diverged(epoch)`` when the loss went NaN/inf); the ``Epoc
 says whether the new model is accepted as the best (otherwise the next epoch starts again from
 the best one), the next learning rate, and whether training stops.
 
-- ``newbob``: Kaldi nnet1's ``steps/nnet/train_scheduler.sh``, rule by rule:
-  an epoch is accepted when its CV loss is below the best accepted one, or while
-  ``epoch <= keep_lr_iters`` or ``epoch <= min_iters``; nothing else changes during the first
-  ``keep_lr_iters`` epochs; the relative improvement is (best before - best after) / best
-  before (0 after a rejection); while halving, an improvement below ``end_halving_impr`` stops
-  training (unless ``epoch <= min_iters``); an improvement below ``start_halving_impr`` starts
-  halving; once halving, the rate is multiplied by ``halving_factor`` after every epoch;
-  at most ``max_iters`` epochs.
+- ``newbob``: Kaldi nnet1's ``egs/wsj/s5/steps/nnet/train_scheduler.sh`` (kaldi-asr/kaldi),
+  rule by rule, in the script's order (its section comments in quotes):
+  * the CV loss of the initial model is the first "best" (the script's prerun cross-validation
+    sets ``loss`` before the loop);
+  * "accept or reject new parameters": accepted when ``loss_new < loss`` or
+    ``iter <= keep_lr_iters``; ``loss_prev`` is the best before, ``loss`` becomes the new one
+    only on acceptance (a rejected epoch trains the next one from the best model again);
+  * "no learn-rate halving yet": while ``iter <= keep_lr_iters`` nothing else happens;
+  * ``rel_impr = (loss_prev - loss) / loss_prev``, so 0 after a rejection;
+  * "stopping criterion": when already halving and ``rel_impr < end_halving_impr``, training
+    stops, unless ``min_iters > iter`` (the script then ``continue``s: no halving that epoch);
+    ``min_iters`` never forces an acceptance;
+  * "start annealing when improvement is low": ``rel_impr < start_halving_impr`` sets halving;
+  * "do annealing": while halving, the rate is multiplied by ``halving_factor`` after every
+    epoch (including the one that started it);
+  * the loop runs ``iter`` = 1 .. ``max_iters`` (defaults: max_iters 20, min_iters unset (0),
+    keep_lr_iters 0, start 0.01, end 0.001, halving_factor 0.5).
 - ``newbob_rel``, ``newbob_abs``, ``newbob_multi_epoch``: RETURNN's ``NewbobRelative``,
-  ``NewbobAbs`` and ``NewbobMultiEpoch`` with RETURNN's option names and defaults: the rate
-  decays by ``newbob_learning_rate_decay`` when the CV loss's relative change against the
-  previous epoch (``newbob_rel``), its absolute change (``newbob_abs``) or its mean relative
-  change over the last ``newbob_multi_num_epochs`` epochs, looked at every
-  ``newbob_multi_update_interval`` epochs (``newbob_multi_epoch``), is above the threshold;
-  as in RETURNN every epoch is kept (training goes on from the last model), never below
-  ``min_learning_rate``; ``max_iters`` epochs.
+  ``NewbobAbs`` and ``NewbobMultiEpoch`` (``returnn/learning_rate_control.py``) with RETURNN's
+  option names and defaults. After epoch e the rate of epoch e+1 is computed from the CV
+  losses of the trained epochs (the initial model's loss is not one: RETURNN has no epoch 0,
+  so epoch 1 never changes the rate): it is multiplied by ``newbob_learning_rate_decay``
+  (never below ``min_learning_rate``) when the change from epoch e-1 to e is above the
+  threshold, else by ``newbob_learning_rate_growth`` (1.0). The relative change is
+  (new - old) / |new| (RETURNN's default; / |old| with ``newbob_relative_error_div_by_old``),
+  optionally divided by lr / initial lr (``learning_rate_control_relative_error_relative_lr``);
+  ``newbob_abs`` uses new - old against ``newbob_error_threshold``. ``newbob_multi_epoch``
+  averages the relative changes over the last ``newbob_multi_num_epochs`` + 1 epochs (fewer
+  at the start, at least 2), only when (e+1) % ``newbob_multi_update_interval`` == 1 (the
+  interval defaults to the number of epochs), decays above the threshold and grows below
+  ``newbob_relative_error_grow_threshold``. ``learning_rate_control_min_num_epochs_per_new_lr``
+  N > 1 holds a rate until the last N epochs all used it. As in RETURNN every epoch is kept
+  (training goes on from the last model); ``max_iters`` epochs.
 - ``constant``: the same rate for ``max_iters`` epochs, every epoch kept.
 - ``plateau``: like torch's ReduceLROnPlateau on the CV loss (``plateau_patience`` epochs
   without a relative improvement of ``plateau_threshold`` multiply the rate by
@@ -35,6 +52,7 @@ import math
 from dataclasses import dataclass
 from typing import List, Optional
 
+from hybridasr.cli import add_bool
 from hybridasr.errors import ConfigError
 
 
@@ -117,17 +135,17 @@ class Newbob(LrSchedule):
         if self.best is None:
             raise ConfigError("newbob needs the initial cross-validation loss (start())")
         prev = self.best
-        forced = epoch <= self.keep_lr_iters or epoch <= self.min_iters
+        forced = epoch <= self.keep_lr_iters
         accept = cv < prev or forced
         best = cv if accept else prev
         what = (f"accepted (cv {cv:.4f} < best {prev:.4f})" if cv < prev else
-                f"accepted (cv {cv:.4f}, within min_iters/keep_lr_iters)" if accept else
+                f"accepted (cv {cv:.4f}, within keep_lr_iters)" if accept else
                 f"rejected (cv {cv:.4f} >= best {prev:.4f})")
         if epoch <= self.keep_lr_iters:
             return EpochDecision(accept, self.lr, False, what + "; keeping the learning rate")
         rel_impr = (prev - best) / prev if prev else 0.0
         if self.halving and rel_impr < self.end_halving_impr:
-            if epoch <= self.min_iters:
+            if self.min_iters > epoch:  # the script's `continue`: no halving this epoch
                 return EpochDecision(accept, self.lr, False,
                                      what + f"; would stop (rel. impr. {rel_impr:.5f}) but "
                                      f"min_iters is {self.min_iters}")
@@ -144,26 +162,56 @@ class Newbob(LrSchedule):
 
 
 class _Returnn(LrSchedule):
+    """RETURNN's LearningRateControl: the rate for the next epoch follows from the CV losses
+    of the trained epochs (the initial loss is not one of them), every epoch is kept."""
     keep_every_epoch = True
 
-    def __init__(self, learning_rate: float, newbob_learning_rate_decay: float = 0.5, **kw):
+    def __init__(self, learning_rate: float, newbob_learning_rate_decay: float = 0.5,
+                 newbob_learning_rate_growth: float = 1.0,
+                 newbob_relative_error_div_by_old: bool = False,
+                 learning_rate_control_relative_error_relative_lr: bool = False,
+                 learning_rate_control_min_num_epochs_per_new_lr: int = 0, **kw):
         super().__init__(learning_rate, **kw)
+        self.initial_lr = float(learning_rate)
         self.decay = float(newbob_learning_rate_decay)
+        self.growth = float(newbob_learning_rate_growth)
+        self.div_by_old = bool(newbob_relative_error_div_by_old)
+        self.relative_lr = bool(learning_rate_control_relative_error_relative_lr)
+        self.min_epochs_per_lr = int(learning_rate_control_min_num_epochs_per_new_lr)
+        self.history: List[list] = []  # [epoch, learning rate used, cv loss] per trained epoch
 
-    def _change(self, epoch: int, cv: float) -> Optional[float]:
-        raise NotImplementedError
+    def _relative_error(self, old: list, new: list) -> Optional[float]:
+        den = abs(old[2] if self.div_by_old else new[2])
+        if den == 0:
+            return None
+        rel = (new[2] - old[2]) / den
+        if self.relative_lr and new[1] > 0:
+            rel /= new[1] / self.initial_lr
+        return rel
 
-    def _threshold(self) -> float:
+    def _next(self, epoch: int):
+        """(decay, grow, text) for the epoch after ``epoch``; None: keep the rate."""
         raise NotImplementedError
 
     def _decide(self, epoch: int, cv: float) -> EpochDecision:
-        change = self._change(epoch, cv)
-        if change is not None and change > self._threshold():
-            lr = max(self.lr * self.decay, self.min_learning_rate)
-            return EpochDecision(True, lr, False, f"kept; change {change:.5f} > "
-                                 f"{self._threshold()}: learning rate {self.lr:g} -> {lr:g}")
-        what = "kept" if change is None else f"kept; change {change:.5f}"
-        return EpochDecision(True, self.lr, False, what)
+        self.history.append([int(epoch), self.lr, cv])
+        n = self.min_epochs_per_lr
+        if n > 1:
+            lrs = [h[1] for h in self.history[-n:]]
+            if len(set(lrs)) >= 2 or len(lrs) < n:
+                return EpochDecision(True, self.lr, False, f"kept; rate held for {n} epochs")
+        step = self._next(epoch)
+        if step is None:
+            return EpochDecision(True, self.lr, False, "kept")
+        decay, grow, what = step
+        lr = self.lr
+        if decay:
+            lr = max(lr * self.decay, self.min_learning_rate)
+        elif grow:
+            lr = lr * self.growth
+        if lr != self.lr:
+            what += f": learning rate {self.lr:g} -> {lr:g}"
+        return EpochDecision(True, lr, False, "kept; " + what)
 
 
 class NewbobRelative(_Returnn):
@@ -174,14 +222,15 @@ class NewbobRelative(_Returnn):
         super().__init__(learning_rate, **kw)
         self.threshold = float(newbob_relative_error_threshold)
 
-    def _threshold(self):
-        return self.threshold
-
-    def _change(self, epoch, cv):
-        if not self.cv_history or self.cv_history[-1] == 0:
+    def _next(self, epoch):
+        if len(self.history) < 2:
             return None
-        old = self.cv_history[-1]
-        return (cv - old) / abs(old)
+        rel = self._relative_error(self.history[-2], self.history[-1])
+        if rel is None:
+            return None
+        decay = rel > self.threshold
+        return decay, not decay, (f"relative change {rel:.5f} "
+                                  f"{'>' if decay else '<='} {self.threshold}")
 
 
 class NewbobAbs(_Returnn):
@@ -191,37 +240,50 @@ class NewbobAbs(_Returnn):
         super().__init__(learning_rate, **kw)
         self.threshold = float(newbob_error_threshold)
 
-    def _threshold(self):
-        return self.threshold
-
-    def _change(self, epoch, cv):
-        return None if not self.cv_history else cv - self.cv_history[-1]
+    def _next(self, epoch):
+        if len(self.history) < 2:
+            return None
+        diff = self.history[-1][2] - self.history[-2][2]
+        decay = diff > self.threshold
+        return decay, not decay, (f"change {diff:.5f} {'>' if decay else '<='} "
+                                  f"{self.threshold}")
 
 
 class NewbobMultiEpoch(_Returnn):
     name = "newbob_multi_epoch"
 
     def __init__(self, learning_rate: float, newbob_relative_error_threshold: float = -0.01,
-                 newbob_multi_num_epochs: int = 5, newbob_multi_update_interval: int = 1,
-                 **kw):
+                 newbob_relative_error_grow_threshold: Optional[float] = None,
+                 newbob_multi_num_epochs: int = 5,
+                 newbob_multi_update_interval: Optional[int] = None, **kw):
         super().__init__(learning_rate, **kw)
+        if newbob_multi_update_interval is None:
+            newbob_multi_update_interval = newbob_multi_num_epochs
         if newbob_multi_num_epochs < 1 or newbob_multi_update_interval < 1:
             raise ConfigError("--newbob-multi-num-epochs and --newbob-multi-update-interval "
                               "must be >= 1")
         self.threshold = float(newbob_relative_error_threshold)
+        self.grow_threshold = (self.threshold if newbob_relative_error_grow_threshold is None
+                               else float(newbob_relative_error_grow_threshold))
+        if self.grow_threshold > self.threshold:
+            raise ConfigError("--newbob-relative-error-grow-threshold must not be above "
+                              "--newbob-relative-error-threshold")
         self.num_epochs = int(newbob_multi_num_epochs)
         self.update_interval = int(newbob_multi_update_interval)
 
-    def _threshold(self):
-        return self.threshold
-
-    def _change(self, epoch, cv):
-        errs = self.cv_history + [cv]
-        if epoch % self.update_interval != 0 or len(errs) < self.num_epochs + 1:
+    def _next(self, epoch):
+        # the rate of epoch e+1 is updated when (e+1) % interval == 1 (epochs count from 1)
+        if self.update_interval > 1 and (epoch + 1) % self.update_interval != 1:
             return None
-        window = errs[-(self.num_epochs + 1):]
-        rel = [(b - a) / abs(a) for a, b in zip(window, window[1:]) if a != 0]
-        return sum(rel) / len(rel) if rel else None
+        window = self.history[-(self.num_epochs + 1):]
+        if len(window) < 2:
+            return None
+        rel = [self._relative_error(a, b) for a, b in zip(window, window[1:])]
+        if any(r is None for r in rel):
+            return None
+        mean = sum(rel) / len(rel)
+        decay, grow = mean > self.threshold, mean < self.grow_threshold
+        return decay, grow, (f"mean relative change {mean:.5f} over {len(rel)} epochs")
 
 
 class Constant(LrSchedule):
@@ -241,10 +303,19 @@ class Plateau(LrSchedule):
         self.patience, self.factor = int(plateau_patience), float(plateau_factor)
         self.threshold = float(plateau_threshold)
         self.bad_epochs = 0
+        self.plateau_best: Optional[float] = None
+
+    def start(self, initial_cv_loss: Optional[float]) -> None:
+        super().start(initial_cv_loss)
+        self.plateau_best = initial_cv_loss
 
     def _decide(self, epoch, cv):
-        improved = self.best is None or cv < self.best * (1 - self.threshold)
+        # torch's ReduceLROnPlateau (mode min, threshold_mode rel): its best moves only on an
+        # improvement by more than the threshold; acceptance needs any improvement
+        improved = self.plateau_best is None or cv < self.plateau_best * (1 - self.threshold)
         accept = self.best is None or cv < self.best
+        if improved:
+            self.plateau_best = cv
         self.bad_epochs = 0 if improved else self.bad_epochs + 1
         lr, what = self.lr, ("accepted" if accept else "rejected") + f" (cv {cv:.4f})"
         if self.bad_epochs > self.patience:
@@ -259,22 +330,35 @@ class Plateau(LrSchedule):
 SCHEDULES = {c.name: c for c in (Newbob, NewbobRelative, NewbobAbs, NewbobMultiEpoch,
                                  Constant, Plateau)}
 
-_OPTIONS = [  # (option, type, default, help)
+_OPTIONS = [  # (option, type ("bool" for a Kaldi boolean), default, help)
     ("learning-rate", float, 0.001, "initial learning rate"),
     ("max-iters", int, 20, "at most this many epochs"),
-    ("min-iters", int, 0, "newbob: accept and do not stop during the first N epochs"),
-    ("keep-lr-iters", int, 0, "newbob: keep the learning rate for the first N epochs"),
+    ("min-iters", int, 0, "newbob: do not stop before epoch N (rejections still happen)"),
+    ("keep-lr-iters", int, 0, "newbob: accept every epoch and keep the learning rate for "
+     "the first N epochs"),
     ("start-halving-impr", float, 0.01, "newbob: start halving below this rel. improvement"),
     ("end-halving-impr", float, 0.001, "newbob: stop below this rel. improvement (halving)"),
-    ("halving-factor", float, 0.5, "newbob: multiply the rate by this when halving"),
+    ("halving-factor", float, 0.5, "newbob: multiply the rate by this when halving (all "
+     "schedules: after a NaN/inf epoch)"),
     ("newbob-learning-rate-decay", float, 0.5, "RETURNN newbob_*: decay factor"),
+    ("newbob-learning-rate-growth", float, 1.0, "RETURNN newbob_*: growth factor (applied "
+     "when not decaying)"),
     ("newbob-relative-error-threshold", float, -0.01,
      "RETURNN newbob_rel/newbob_multi_epoch: decay when the relative change is above this"),
+    ("newbob-relative-error-grow-threshold", float, None,
+     "RETURNN newbob_multi_epoch: grow when the mean relative change is below this "
+     "(default: --newbob-relative-error-threshold)"),
+    ("newbob-relative-error-div-by-old", "bool", False,
+     "RETURNN: relative change is (new - old) / |old| (else / |new|, RETURNN's default)"),
+    ("learning-rate-control-relative-error-relative-lr", "bool", False,
+     "RETURNN: divide the relative change by learning rate / initial learning rate"),
+    ("learning-rate-control-min-num-epochs-per-new-lr", int, 0,
+     "RETURNN: keep a new learning rate for at least N epochs"),
     ("newbob-error-threshold", float, -0.01,
      "RETURNN newbob_abs: decay when the absolute change is above this"),
     ("newbob-multi-num-epochs", int, 5, "RETURNN newbob_multi_epoch: epochs averaged"),
-    ("newbob-multi-update-interval", int, 1, "RETURNN newbob_multi_epoch: epochs between "
-     "updates"),
+    ("newbob-multi-update-interval", int, None, "RETURNN newbob_multi_epoch: epochs between "
+     "updates (default: --newbob-multi-num-epochs)"),
     ("min-learning-rate", float, 0.0, "never decay below this (plateau: stop below it)"),
     ("plateau-patience", int, 2, "plateau: epochs without improvement before decaying"),
     ("plateau-factor", float, 0.5, "plateau: decay factor"),
@@ -289,8 +373,11 @@ def add_lr_schedule_options(parser) -> None:
     g = parser.add_argument_group("learning-rate schedule")
     g.add_argument("--lr-schedule", default="newbob", help=" | ".join(SCHEDULES))
     for name, typ, default, help in _OPTIONS:
-        g.add_argument(f"--{name}", type=typ, default=default, help=f"{help} (default: "
-                       f"{default})")
+        if typ == "bool":
+            add_bool(g, f"--{name}", default, help)
+        else:
+            g.add_argument(f"--{name}", type=typ, default=default,
+                           help=help if default is None else f"{help} (default: {default})")
 
 
 def make_lr_schedule(name: str, **options) -> LrSchedule:
