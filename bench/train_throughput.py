@@ -177,6 +177,8 @@ def ours_fps(model_name: str, batch, steps: int, warmup: int, device):
     opt = adam(model.parameters())
     x, lengths, y = batch
     b = Batch(x.cpu(), y.cpu(), lengths, [f"u{i}" for i in range(len(lengths))])
+    if device.type == "cuda":  # as the trainer's loader delivers batches for a GPU
+        b = b.pin_memory()
     info = DistInfo(0, 1, 0, device)
     run_epoch(model, [b] * warmup, info, optimizer=opt, progress_every=0)
     stats = run_epoch(model, [b] * steps, info, optimizer=opt, progress_every=0)

@@ -47,15 +47,15 @@ def summarize(exp_dir: str, decode_dir: str, gmm_decode_dir: Optional[str] = Non
         out["epochs"] = len(epochs)
         secs = [m.get("train_seconds", m.get("seconds", 0.0)) or 0.0 for m in epochs]
         out["train_seconds"] = round(float(sum(secs)), 1)
-        fps = [m["frames_per_second"] for m in epochs if m.get("frames_per_second")]
-        if fps:
-            out["frames_per_second"] = round(sum(fps) / len(fps), 1)
+        frames = sum(m.get("train_frames") or 0 for m in epochs)
+        if frames and out["train_seconds"] > 0:  # real (unpadded) training frames per second
+            out["frames_per_second"] = round(frames / float(sum(secs)), 1)
         pad = [m["padding_ratio"] for m in epochs if m.get("padding_ratio")]
         if pad:
             out["padding_ratio"] = round(sum(pad) / len(pad), 3)
-        last_cv = [m for m in epochs if m.get("cv_fer") is not None]
-        if last_cv:
-            out["cv_fer"] = last_cv[-1]["cv_fer"]
+        accepted = [m for m in epochs if m.get("cv_fer") is not None and m.get("accepted")]
+        if accepted:
+            out["cv_fer"] = round(100.0 * accepted[-1]["cv_fer"], 2)
     for name in ("curves.png", "metrics.jsonl", "log"):
         p = os.path.join(exp_dir, name)
         if os.path.exists(p):
@@ -71,7 +71,7 @@ def format_summary(s: dict) -> str:
     if "epochs" in s:
         lines.append(f"training:      {s['epochs']} epochs, {s.get('train_seconds', 0)} s, "
                      f"{s.get('frames_per_second', '?')} frames/s, padding ratio "
-                     f"{s.get('padding_ratio', '?')}, last CV FER {s.get('cv_fer', '?')}")
+                     f"{s.get('padding_ratio', '?')}, CV FER of the final model {s.get('cv_fer', '?')}%")
     for key in ("curves_png", "metrics_jsonl", "log"):
         if key in s:
             lines.append(f"{key.replace('_', '.', 1) if key != 'log' else 'logs'}: {s[key]}")
