@@ -88,6 +88,12 @@ def test_second_run_redoes_nothing(recipe_run):
 def test_stage_3_after_deleting_the_model_retrains_only(recipe_run):
     s5, env, _ = recipe_run
     feats_mtime = (s5 / "data/train/feats.scp").stat().st_mtime_ns
+    # deleting only final.nnet of a finished training trains again from scratch
+    os.unlink(s5 / "exp/blstm/final.nnet")
+    out = run_recipe(s5, env, "--stage", "3", "--stop-stage", "3")
+    assert "training again from scratch" in out
+    assert (s5 / "exp/blstm/final.nnet").exists()
+    # and so does deleting the whole exp dir
     shutil.rmtree(s5 / "exp/blstm")
     out = run_recipe(s5, env, "--stage", "3")
     assert "===== stage 2" not in out and "===== stage 3" in out

@@ -48,8 +48,43 @@ BLSTM = ["--model=blstm", "--num-layers=2", "--hidden-size=64", "--dropout=0",
          "--progress-every=0", "--num-threads=2"]
 
 
-def test_blstm_reaches_cv_fer_below_35_percent(digits, tmp_path):
+def decode_test_wer(model_path, kaldi_digits, ali) -> float:
+    """forward.py's work (priors from the alignment counts) and the embedded decoder on
+    kaldi_digits' data/test with its real graph; the WER in percent."""
+    from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+    from hybridasr.decode.forward import forward_dataset, load_model_and_data
+    from hybridasr.decode.graph import load_graph_dir
+    from hybridasr.decode.loglikes import load_log_priors
+    from hybridasr.decode.text_archive import read_text_archive
+    from hybridasr.decode.wer import compute_wer
+    from hybridasr.kaldi.transition_model import read_transition_model
+
+    cwd = os.getcwd()
+    os.chdir(kaldi_digits)  # data/test's scp paths are relative to the Kaldi dir
+    try:
+        model, meta, test = load_model_and_data(str(model_path), "data/test",
+                                                torch.device("cpu"))
+        tm = read_transition_model("exp/mono_ali/final.mdl")
+        priors = load_log_priors(str(ali / "pdf_counts"), meta["num_pdfs"])
+        lls = {}
+        forward_dataset(model, test, torch.device("cpu"), lls.__setitem__, meta["num_pdfs"],
+                        priors)
+        graph = load_graph_dir("exp/mono/graph")
+        dec = MappedDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs,
+                            DecodeOptions(beam=13, max_active=7000, min_active=200),
+                            max_ilabel=graph.max_ilabel)
+        hyps = {u: [graph.words[w] for w in dec.decode(ll, 0.1, u).words]
+                for u, ll in lls.items()}
+        stats = compute_wer(read_text_archive("data/test/text"), hyps)
+    finally:
+        os.chdir(cwd)
+    assert stats.num_words == 30 and stats.num_absent == 0
+    return stats.wer
+
+
+def test_blstm_reaches_cv_fer_below_35_percent(digits, tmp_path, kaldi_digits):
     exp = tmp_path / "blstm"
+    ali = digits[2]
     assert _main(train_args(digits, exp, *BLSTM, "--max-iters=25")) == 0
     h = history(exp)
     assert h[0]["epoch"] == 0 and h[0]["reason"] == "initial model"
@@ -68,6 +103,8 @@ def test_blstm_reaches_cv_fer_below_35_percent(digits, tmp_path):
 
     model, meta = load_model(str(exp / "final.nnet"))
     assert meta["num_pdfs"] == 70 and meta["transform"]["norm_means"] is True
+    # ... and decodes kaldi_digits' test set with the real HCLG (issue 4's bar: <= 5% WER)
+    assert decode_test_wer(exp / "final.nnet", kaldi_digits, ali) <= 5.0
     # accepted epochs improve the best CV loss monotonically; rejected ones are kept aside
     best_loss = h[0]["cv_loss"]
     for x in h[1:]:
