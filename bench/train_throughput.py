@@ -153,14 +153,11 @@ def bare_loop_fps(model, batch, steps: int, warmup: int, device) -> float:
 
 
 def ours_fps(model_name: str, batch, steps: int, warmup: int, device):
-    """Frames/s of our model trained by our training loop on the same fixed batch; None when
-    the trainer is not there.
-
-    ######################################################################################
-    # STUB for the lead: this runs hybridasr.train.loop.run_epoch (the trainer's inner
-    # loop) on the fixed tensors. Replace with the full Trainer (data loading, batching,
-    # checkpoints) if the benchmark should cover those too.
-    ######################################################################################
+    """Frames/s of our model trained by our training loop (``run_epoch``, the trainer's
+    inner loop: device transfer, autocast, loss over real frames, clipping, on-device
+    accumulation of the epoch's statistics) on the same fixed batch; None when the trainer
+    is not there. The whole trainer (loader workers, batching, CV pass, checkpoints) on real
+    padded batches is timed by ``bench/train_epoch.py``.
     """
     try:
         import hybridasr.train.trainer  # noqa: F401
