@@ -2,9 +2,9 @@
 """One BLSTM training epoch on real padded batches: our trainer against RETURNN's PyTorch
 backend, on the same data, ordering, batch size and model, in the same run.
 
-Writes a synthetic Kaldi data dir (log-normal lengths, mean 700 frames, sd 300, 40 dims,
-random targets over 2,000 pdfs, as ``bench/pipeline.py``) and an imported alignment dir,
-then
+Writes ``bench/pipeline.py``'s synthetic corpus (compressed features, log-normal lengths,
+mean 700 frames, sd 300, 40 dims, random targets over 2,000 pdfs) as a Kaldi data dir that
+is also an imported alignment dir, then
 
 * **ours**: ``pybin/train.py`` for one epoch (``--lr-schedule=constant --max-iters=1``),
   3 x 512 BLSTM, Adam, ``--seq-ordering=laplace:.K --max-frames=5000``; the figure is the
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,11 +39,11 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-import numpy as np  # noqa: E402
-
-from hybridasr.kaldi.table import ArkScpWriter  # noqa: E402
+from pipeline import write_corpus  # noqa: E402  (bench/pipeline.py)
 
 DIM, NUM_PDFS = 40, 2000
+MODEL = {"model": "blstm", "num_layers": 3, "hidden_size": 512, "proj_size": 0,
+         "dropout": 0.0}
 
 RETURNN_CONFIG = '''#!rnn.py
 # written by hybridasr bench/train_epoch.py
@@ -121,39 +122,31 @@ with open({result!r}, "w") as f:
 '''
 
 
-def write_corpus(d: str, num_utts: int, seed: int, prefix: str):
-    """A data dir (feats.scp, utt2spk, spk2utt) and an imported alignment dir (targets.scp,
-    num_pdfs), lengths log-normal with mean 700 and sd 300 frames."""
-    rng = np.random.default_rng(seed)
-    sigma2 = np.log(1 + (300 / 700) ** 2)
-    lens = np.maximum(20, rng.lognormal(np.log(700) - sigma2 / 2, np.sqrt(sigma2), num_utts))
-    data, ali = os.path.join(d, f"data_{prefix}"), os.path.join(d, f"ali_{prefix}")
-    os.makedirs(data)
-    os.makedirs(ali)
-    keys = [f"{prefix}{i:05d}" for i in range(num_utts)]
-    with ArkScpWriter(os.path.join(data, "feats.ark"), os.path.join(data, "feats.scp")) as wf, \
-            ArkScpWriter(os.path.join(ali, "targets.ark"), os.path.join(ali, "targets.scp")) as wt:
-        for key, n in zip(keys, lens.astype(int)):
-            wf.write(key, rng.normal(size=(n, DIM)).astype(np.float32))
-            wt.write(key, rng.integers(0, NUM_PDFS, n).astype(np.int32))
+def make_dirs(d: str, num_utts: int, seed: int) -> str:
+    """``bench/pipeline.py``'s corpus in ``d``, made a data dir (utt2spk, spk2utt: a speaker
+    per utterance) and an imported alignment dir (targets.scp, num_pdfs) at once."""
+    os.makedirs(d)
+    feats_scp, _ = write_corpus(d, num_utts, DIM, NUM_PDFS, seed)
+    with open(feats_scp, encoding="utf-8") as f:
+        keys = [line.split(" ", 1)[0] for line in f]
     for name in ("utt2spk", "spk2utt"):
-        with open(os.path.join(data, name), "w", encoding="utf-8") as f:
+        with open(os.path.join(d, name), "w", encoding="utf-8") as f:
             f.writelines(f"{k} {k}\n" for k in keys)
-    with open(os.path.join(ali, "num_pdfs"), "w", encoding="utf-8") as f:
+    with open(os.path.join(d, "num_pdfs"), "w", encoding="utf-8") as f:
         f.write(f"{NUM_PDFS}\n")
-    return data, ali, int(lens.astype(int).sum())
+    return d
 
 
-def run_ours(d: str, a, data_tr, ali_tr, data_cv, ali_cv) -> dict:
+def run_ours(d: str, a, tr: str, cv: str) -> dict:
     exp = os.path.join(d, "exp_ours")
-    cmd = [sys.executable, os.path.join(REPO, "pybin", "train.py"),
-           f"--model-config={REPO}/conf/model/blstm.conf", "--dropout=0",
+    model = [f"--{k.replace('_', '-')}={v}" for k, v in MODEL.items()]
+    cmd = [sys.executable, os.path.join(REPO, "pybin", "train.py"), *model,
            f"--batching-config={REPO}/conf/batching/laplace.conf",
            f"--seq-ordering={a.seq_ordering}", f"--max-frames={a.batch_frames}",
            f"--max-seqs={a.max_seqs}", "--max-seq-length=0", f"--num-workers={a.num_workers}",
            "--norm-means=false", "--optimizer=adam", "--learning-rate=1e-4",
            "--lr-schedule=constant", "--max-iters=1", f"--num-threads={a.threads}",
-           f"--device={a.device}", data_tr, data_cv, ali_tr, ali_cv, exp]
+           f"--device={a.device}", tr, cv, tr, cv, exp]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -166,7 +159,7 @@ def run_ours(d: str, a, data_tr, ali_tr, data_cv, ali_cv) -> dict:
             "batches": ep.get("batches"), "process_s": wall}
 
 
-def run_returnn(d: str, a, data_tr, ali_tr) -> dict:
+def run_returnn(d: str, a, tr: str) -> dict:
     rdir = os.path.join(d, "returnn")
     os.makedirs(rdir)
     config = os.path.join(rdir, "returnn.config")
@@ -177,8 +170,7 @@ def run_returnn(d: str, a, data_tr, ali_tr) -> dict:
             model=os.path.join(rdir, "model"), batch_frames=a.batch_frames,
             max_seqs=a.max_seqs if a.max_seqs > 0 else -1, dim=DIM, num_pdfs=NUM_PDFS,
             hdf=hdf, seq_ordering=a.seq_ordering,
-            model_config={"model": "blstm", "num_layers": 3, "hidden_size": 512,
-                          "proj_size": 0, "dropout": 0.0}))
+            model_config=MODEL))
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     if a.returnn_path:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (a.returnn_path,
@@ -186,8 +178,8 @@ def run_returnn(d: str, a, data_tr, ali_tr) -> dict:
     result = os.path.join(rdir, "result.json")
     driver = RETURNN_DRIVER.format(threads=a.threads, config=config, hdf=hdf, dim=DIM,
                                    result=result,
-                                   num_pdfs=NUM_PDFS, feats=os.path.join(data_tr, "feats.scp"),
-                                   targets=os.path.join(ali_tr, "targets.scp"))
+                                   num_pdfs=NUM_PDFS, feats=os.path.join(tr, "feats.scp"),
+                                   targets=os.path.join(tr, "targets.scp"))
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True,
                          env=env, cwd=rdir)
@@ -224,11 +216,12 @@ def main(argv=None) -> int:
 
     d = tempfile.mkdtemp(prefix="bench_train_epoch.")
     try:
-        data_tr, ali_tr, frames = write_corpus(d, a.utts, a.seed, "tr")
-        data_cv, ali_cv, _ = write_corpus(d, a.cv_utts, a.seed + 1, "cv")
-        ours = run_ours(d, a, data_tr, ali_tr, data_cv, ali_cv)
+        tr = make_dirs(os.path.join(d, "train"), a.utts, a.seed)
+        cv = make_dirs(os.path.join(d, "cv"), a.cv_utts, a.seed + 1)
+        ours = run_ours(d, a, tr, cv)
+        frames = ours["frames"]
         theirs = ({"error": "--skip-returnn"} if a.skip_returnn
-                  else run_returnn(d, a, data_tr, ali_tr))
+                  else run_returnn(d, a, tr))
         rec = {"model": "blstm-3x512", "device": a.device, "utts": a.utts,
                "real_frames": frames, "seq_ordering": a.seq_ordering,
                "batch_frames": a.batch_frames,
@@ -243,14 +236,13 @@ def main(argv=None) -> int:
                        returnn_batches=theirs["batches"],
                        returnn_process_s=round(theirs["process_s"], 1),
                        ratio=round(ours["fps"] / theirs["fps"], 3))
-            if theirs["frames"] != frames:
+            if theirs["frames"] != frames:  # our trainer's count against the HDF's
                 rec["returnn_frames_mismatch"] = theirs["frames"]
         if a.keep:
             rec["work_dir"] = d
         print(json.dumps(rec), flush=True)
     finally:
         if not a.keep:
-            import shutil
             shutil.rmtree(d, ignore_errors=True)
     return 0
 
