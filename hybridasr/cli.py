@@ -3,8 +3,10 @@
 Options are ``--name=value`` (or ``--name value``); ``_`` and ``-`` are equivalent in names;
 ``--config=file.conf`` is read first and the command line wins over it; booleans take
 ``true``/``false`` (Kaldi's spelling). A config line naming an unknown option is an error that
-names the file and line. Entry points log to stderr with time and level and print their own
-command line first, so a ``run.pl`` log explains itself.
+names the file and line. An option renamed so that one setting has one name in every tool
+keeps its old spelling (``add_renamed_option``): accepted, with one warning naming the new
+one. Entry points log to stderr with time and level and print their own command line first,
+so a ``run.pl`` log explains itself.
 
 A ``pybin/`` script looks like this::
 
@@ -75,6 +77,46 @@ def add_bool(parser, name: str, default: bool, help: str = "") -> None:
         return
     parser.add_argument(name, action=_BoolAction, type=str2bool, default=default,
                         metavar="true|false", help=help)
+
+
+class _RenamedOption(argparse.Action):
+    """An old spelling of an option (see ``add_renamed_option``): sets ``dest`` (through
+    ``convert``) and warns, once per parser, naming the new spelling."""
+
+    def __init__(self, option_strings, dest, new: str = "", convert=None, note: str = "",
+                 **kwargs):
+        kwargs["default"] = argparse.SUPPRESS  # never hides the new option's default
+        super().__init__(option_strings, dest, **kwargs)
+        self.new, self.convert, self.note, self.warned = new, convert, note, False
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        value = self.convert(values) if self.convert else values
+        if not self.warned:
+            self.warned = True
+            how = self.note or (f"{self.option_strings[0]}={values} is {self.new}={value}"
+                                if self.convert else "")
+            logging.getLogger(parser.prog).warning(
+                "%s is deprecated: use %s%s", self.option_strings[0], self.new,
+                f" ({how})" if how else "")
+        setattr(namespace, self.dest, value)
+
+
+def add_renamed_option(parser, old: str, new: str, convert: Optional[Callable] = None,
+                       dest: Optional[str] = None, note: str = "", **kwargs) -> None:
+    """Accepts ``old`` (e.g. ``--use-gpu``), the former spelling of option ``new``
+    (``--device``, registered first), on the command line and in config files: it sets
+    ``new``'s value, ``convert(value)`` when given, and warns once that ``new`` is the name.
+    With ``dest`` the old option keeps a value of its own (absent from the namespace unless
+    given) for the caller to translate, e.g. two old options that became one. ``kwargs``
+    (``type``, ...) are argparse's; by default the new option's ``type`` when no ``convert``."""
+    target = parser._option_string_actions.get(new)
+    if target is None:
+        raise ValueError(f"add_renamed_option: {new} must be registered before {old}")
+    if convert is None and dest is None:
+        kwargs.setdefault("type", target.type)
+    parser.add_argument(old, action=_RenamedOption, dest=dest or target.dest, new=new,
+                        convert=convert, note=note, metavar=kwargs.pop("metavar", "VALUE"),
+                        help=f"deprecated spelling of {new}", **kwargs)
 
 
 def _normalize_argv(argv: Sequence[str]) -> List[str]:
@@ -198,7 +240,8 @@ def options_dict(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
             skip.add(action.dest)
     out = {}
     for action in parser._actions:
-        if not action.option_strings or action.dest in skip:
+        if not action.option_strings or action.dest in skip or \
+                isinstance(action, _RenamedOption):  # old spellings are never written
             continue
         out[action.dest] = getattr(args, action.dest, None)
     return out

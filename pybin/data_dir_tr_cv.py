@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
-"""Kaldi nnet1's utils/subset_data_dir_tr_cv.sh: a held-out (cv) set of whole speakers."""
+"""Kaldi nnet1's utils/subset_data_dir_tr_cv.sh: a held-out (cv) set of whole speakers, or of
+utterances where a speaker split would leave a side empty."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.kaldi.datadir_subset import split_tr_cv  # noqa: E402
+from hybridasr.kaldi.datadir_tr_cv import split_tr_cv  # noqa: E402
 
 
 def get_parser():
     p = make_parser("data_dir_tr_cv.py",
                     "Splits a data dir into a training and a cross-validation part: "
                     "--cv-spk-percent of the speakers (random, seeded) go to cv; with "
-                    "--cv-utt-percent the split is by utterance instead.",
+                    "--cv-utt-percent the split is by utterance instead, and it falls back to "
+                    "an utterance split (saying so) when too few speakers leave a side "
+                    "empty; held-out utterances keep their words covered in training.",
                     usage="data_dir_tr_cv.py [options] <src-data> <train-data> <cv-data>",
                     example="data_dir_tr_cv.py --cv-spk-percent 10 data/train "
                             "data/train_tr90 data/train_cv10")
@@ -28,8 +31,10 @@ def get_parser():
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
-    n_tr, n_cv = split_tr_cv(args.src, args.tr, args.cv, args.cv_spk_percent,
-                             args.cv_utt_percent, args.seed)
+    split = split_tr_cv(args.src, args.tr, args.cv, args.cv_spk_percent, args.cv_utt_percent,
+                        args.seed)
+    n_tr, n_cv = split.counts
+    print(f"subset_data_dir_tr_cv.sh: split by {split.by}: {split.note}", file=sys.stderr)
     print(f"subset_data_dir_tr_cv.sh: {n_tr} utterances in {args.tr}, {n_cv} in {args.cv}",
           file=sys.stderr)
     return 0

@@ -45,7 +45,7 @@ def main(argv=None):
 
     args = get_parser().parse_args(argv)
     chunks = chunk_options(args)
-    device = device_for(args.use_gpu)
+    device = device_for(args.device)
     model, meta, dataset = load_model_and_data(args.model_in, args.data_dir, device)
     num_pdfs = int(meta["num_pdfs"])
     if args.transition_model:

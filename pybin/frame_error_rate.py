@@ -32,7 +32,7 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     targets = args.targets_scp[4:] if args.targets_scp.startswith("scp:") else args.targets_scp
     chunks = chunk_options(args)
-    device = device_for(args.use_gpu)
+    device = device_for(args.device)
     model, _, dataset = load_model_and_data(args.model_in, args.data_dir, device, targets)
     if not len(dataset):
         raise FormatError(f"no utterance of {args.data_dir} has targets in {targets}")

@@ -13,17 +13,20 @@ def get_parser():
     p = make_parser("import_alignments.py",
                     "Reads <ali-dir>/final.mdl and ali.*.gz, maps transition-ids to pdf-ids, "
                     "matches each alignment to the feature frame count of <data-dir> "
-                    "(utt2num_frames or feats.scp), and writes targets.ark/scp, pdf_counts, "
-                    "log_priors, num_pdfs, copies of final.mdl/tree/phones.txt and "
-                    "import_report.json into <dir>. Nothing is left in <dir> on failure.",
+                    "(utt2num_frames or feats.scp), and writes targets.ark/scp, "
+                    "target_lengths, pdf_counts, log_priors, num_pdfs, copies of "
+                    "final.mdl/tree/phones.txt and import_report.json into <dir>. Nothing is "
+                    "left in <dir> on failure.",
                     usage="import_alignments.py [options] <ali-dir> <data-dir> <dir>",
                     example="import_alignments.py exp/tri3_ali data/train exp/tri3_ali_import")
     p.add_argument("--length-tolerance", type=int, default=5,
                    help="keep an utterance when |aligned frames - feature frames| < this "
-                        "(Kaldi nnet1's semantics), trimming or padding the targets at the end "
-                        "(repeating the last label); drop it otherwise")
+                        "(Kaldi nnet1's semantics): longer targets are cut to the features, "
+                        "shorter ones kept (training trims the features to them; their lengths "
+                        "go to <dir>/target_lengths); drop it otherwise")
     p.add_argument("--label-delay", type=int, default=0,
-                   help="shift the targets right by this many frames (unidirectional LSTMs)")
+                   help="not applied at import: only 0 is accepted; delay the labels with "
+                        "train.py's --label-delay, which the model stores and decoding undoes")
     p.add_argument("ali_dir")
     p.add_argument("data_dir")
     p.add_argument("dir")
@@ -33,10 +36,16 @@ def get_parser():
 def main(argv=None):
     args = get_parser().parse_args(argv)
     from hybridasr.align.importer import import_alignments
+    from hybridasr.errors import ConfigError
 
+    if args.label_delay != 0:
+        raise ConfigError(f"--label-delay={args.label_delay}: labels are no longer delayed at "
+                          f"import (decoding could not undo it); import without it and train "
+                          f"with --label-delay={args.label_delay} (train.py, or "
+                          f"steps/nnet/train.sh --train-opts), which the model stores and "
+                          f"decoding undoes")
     report = import_alignments(args.ali_dir, args.data_dir, args.dir,
-                               length_tolerance=args.length_tolerance,
-                               label_delay=args.label_delay)
+                               length_tolerance=args.length_tolerance)
     summary = {k: v for k, v in vars(report).items() if k != "examples"}
     print(json.dumps(summary), file=sys.stderr)
     return 0

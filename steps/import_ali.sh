@@ -2,14 +2,18 @@
 # Imports the alignments of a Kaldi GMM system (exp/tri3_ali: final.mdl, ali.*.gz, num_jobs)
 # as frame-level training targets for a hybrid network, the way Kaldi nnet1 uses them
 # (ali-to-pdf + analyze-counts), with the feature/alignment length check of nnet1's
-# --length-tolerance. Writes into <dir>: targets.ark/targets.scp (pdf-ids, binary int32 vectors),
-# pdf_counts (Kaldi's ali_train_pdf.counts), log_priors, num_pdfs, copies of final.mdl, tree,
-# phones.txt, and import_report.json; nothing partial is left in <dir> on failure.
+# --length-tolerance: targets longer than the features are cut to them, shorter ones kept (the
+# trainer trims the features to them, as nnet1 trims both). Writes into <dir>:
+# targets.ark/targets.scp (pdf-ids, binary int32 vectors), target_lengths (utt2num_frames
+# format), pdf_counts (Kaldi's ali_train_pdf.counts), log_priors, num_pdfs, copies of final.mdl,
+# tree, phones.txt, and import_report.json; nothing partial is left in <dir> on failure.
+# Labels are not delayed here: use the trainer's --label-delay (stored with the model, undone
+# at decoding).
 
 # Begin configuration section.
 cmd=run.pl
-length_tolerance=5   # keep an utterance when |aligned - feature frames| < this; trim/pad targets
-label_delay=0        # shift targets right by this many frames (for unidirectional LSTMs)
+length_tolerance=5   # keep an utterance when |aligned - feature frames| < this; trim to the shorter
+label_delay=0        # only 0: delay labels with the trainer's --label-delay instead
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -27,7 +31,8 @@ Usage: $0 [options] <ali-dir> <data-dir> <dir>
 Options:
   --cmd <run.pl|queue.pl ...>     # how to run the job (default: $cmd)
   --length-tolerance <frames>     # alignment/feature length tolerance (default: $length_tolerance)
-  --label-delay <frames>          # delay the targets by this many frames (default: $label_delay)
+  --label-delay 0                 # accepted for old scripts; a delay is a training option:
+                                  # steps/nnet/train.sh --train-opts "--label-delay=N"
 USAGE
   exit 1
 fi
@@ -35,6 +40,14 @@ fi
 alidir=$1
 data=$2
 dir=$3
+
+if [ "$label_delay" != 0 ]; then
+  echo "$0: --label-delay $label_delay: labels are no longer delayed at import (decoding could" \
+       "not undo it); import without it and train with --label-delay=$label_delay" \
+       "(steps/nnet/train.sh --train-opts \"--label-delay=$label_delay\"), which the model" \
+       "stores and decoding undoes" >&2
+  exit 1
+fi
 
 for f in "$alidir/final.mdl" "$alidir/num_jobs"; do
   [ ! -f "$f" ] && echo "$0: no such file $f" >&2 && exit 1
@@ -51,7 +64,7 @@ fi
 mkdir -p "$dir/log"
 
 $cmd "$dir/log/import_ali.log" \
-  import_alignments.py --length-tolerance="$length_tolerance" --label-delay="$label_delay" \
+  import_alignments.py --length-tolerance="$length_tolerance" \
     "$alidir" "$data" "$dir" \
   || { echo "$0: error importing alignments; see $dir/log/import_ali.log:" >&2;
        grep -E "ERROR|Error|error" "$dir/log/import_ali.log" | tail -n 3 >&2 || true; exit 1; }

@@ -67,8 +67,15 @@ elif [ -f "$data/utt2warp" ]; then
   vtln_opts=(--vtln-map=ark:"$data/utt2warp")
 fi
 
-"$(dirname "$0")/../utils/split_data.sh" "$data" "$nj"
-sdata=$data/split$nj
+# Split by utterance (by segment with a segments file), as Kaldi's make_mfcc.sh splits wav.scp /
+# segments with split_scp.pl: --nj may exceed the number of speakers, not the utterances.
+nu=$(wc -l < "$data/utt2spk")
+if [ "$nj" -gt "$nu" ]; then
+  echo "$0: $data has only $nu utterances: using --nj $nu instead of $nj"
+  nj=$nu
+fi
+"$(dirname "$0")/../utils/split_data.sh" --per-utt "$data" "$nj"
+sdata=$data/split${nj}utt
 
 segments_opt=()
 [ -f "$data/segments" ] && segments_opt=(--segments="$sdata/JOB/segments")
@@ -100,7 +107,6 @@ fi
 for n in $(seq "$nj"); do rm -f "$logdir/utt2num_frames.$n" "$logdir/utt2dur.$n"; done
 
 nf=$(wc -l < "$data/feats.scp")
-nu=$(wc -l < "$data/utt2spk")
 if [ "$nf" -ne "$nu" ]; then
   echo "$0: it seems not all of the feature files were successfully processed" \
        "($nf != $nu); consider using utils/fix_data_dir.sh $data" >&2

@@ -9,6 +9,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 
 import kaldiio
 import numpy as np
@@ -18,10 +19,10 @@ from hybridasr.align.ali_tools import ali_to_phones, analyze_counts, show_alignm
 from hybridasr.align.alignments import iter_alignment_dir
 from hybridasr.align.counts import DISABLED_LOG_PRIOR, log_priors, read_counts
 from hybridasr.align.importer import import_alignments
-from hybridasr.align.length import match_length
+from hybridasr.align.length import match_length, within_tolerance
 from hybridasr.align.phones import phone_segments
 from hybridasr.align.targets import load_targets
-from hybridasr.align.transforms import delay_labels, subsample_labels
+from hybridasr.align.transforms import subsample_labels
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.intvec import IntVectorWriter, read_int_vectors
 from hybridasr.kaldi.transition_model import (TransitionModel, read_transition_model,
@@ -156,6 +157,9 @@ def test_import_outputs(imported, tm, alis, digits):
         assert (out / name).read_bytes() == (digits / "exp/mono_ali" / name).read_bytes()
     rep = json.loads((out / "import_report.json").read_text())
     assert rep["utterances_imported"] == 120 and rep["features_without_alignment"] == 0
+    assert "label_delay" not in rep  # the label delay is the trainer's, not the import's
+    lines = (out / "target_lengths").read_text().splitlines()
+    assert lines == [f"{u} {len(alis[u])}" for u in sorted(alis)]
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
     assert oct((out / "targets.ark").stat().st_mode & 0o444) == oct(0o444)
 
@@ -190,23 +194,24 @@ def test_show_alignments(digits, tmp_path):
 
 def test_transforms():
     t = np.array([1, 2, 3, 4, 5], dtype=np.int32)
-    assert delay_labels(t, 2).tolist() == [1, 1, 1, 2, 3]
-    assert delay_labels(t, -2).tolist() == [3, 4, 5, 5, 5]
-    assert delay_labels(t, 0).tolist() == t.tolist() and delay_labels(t, 9).tolist() == [1] * 5
     assert subsample_labels(t, 3).tolist() == [1, 4] and subsample_labels(t, 1).tolist() == t.tolist()
     with pytest.raises(ValueError):
         subsample_labels(t, 0)
 
 
 def test_length_tolerance_semantics():
+    """Kaldi nnet1 trims both to the shorter: targets longer than the features are cut,
+    shorter ones kept as they are (no label is made up); 5 or more apart: dropped."""
     t = np.array([7, 7, 8, 9], dtype=np.int32)
     assert match_length(t, 4, 5)[1] == "exact"
     v, s = match_length(t, 6, 5)
-    assert s == "padded" and v.tolist() == [7, 7, 8, 9, 9, 9]
+    assert s == "shorter" and v.tolist() == [7, 7, 8, 9]
     v, s = match_length(t, 2, 5)
     assert s == "trimmed" and v.tolist() == [7, 7]
     assert match_length(t, 9, 5) == (None, "dropped")  # |diff| = 5 is not < 5 (Kaldi nnet1)
-    assert match_length(t, 8, 5)[1] == "padded"
+    assert match_length(t, 8, 5)[1] == "shorter"
+    assert within_tolerance(4, 8, 5) and not within_tolerance(4, 9, 5)
+    assert not within_tolerance(0, 1, 5)
 
 
 # ------------------------------------------------------------------ imports of made-up dirs
@@ -259,8 +264,8 @@ def test_length_mismatches_and_missing_utterances(alis, digits, tmp_path):
     ali_dir = _write_ali_dir(tmp_path / "ali", alis, digits / "exp/mono_ali/final.mdl")
     keys = sorted(alis)
     lengths = {k: len(alis[k]) for k in keys}
-    lengths[keys[0]] += 2    # padded
-    lengths[keys[1]] -= 4    # trimmed
+    lengths[keys[0]] += 2    # targets shorter: kept
+    lengths[keys[1]] -= 4    # targets longer: trimmed
     lengths[keys[2]] += 5    # dropped (not < 5)
     del lengths[keys[3]]     # alignment without features
     lengths["extra_utt"] = 50  # features without alignment
@@ -268,19 +273,25 @@ def test_length_mismatches_and_missing_utterances(alis, digits, tmp_path):
     data.mkdir()
     (data / "utt2num_frames").write_text("".join(f"{k} {n}\n" for k, n in sorted(lengths.items())))
     out = tmp_path / "out"
-    r = import_alignments(str(ali_dir), str(data), str(out), length_tolerance=5, label_delay=1)
-    assert (r.padded_within_tolerance, r.trimmed_within_tolerance, r.dropped_over_tolerance,
+    r = import_alignments(str(ali_dir), str(data), str(out), length_tolerance=5)
+    assert (r.shorter_within_tolerance, r.trimmed_within_tolerance, r.dropped_over_tolerance,
             r.alignment_without_features, r.features_without_alignment,
-            r.utterances_imported) == (1, 1, 1, 1, 1, 118)
+            r.utterances_imported, r.exact_length) == (1, 1, 1, 1, 1, 118, 116)
     t = load_targets(str(out / "targets.scp"))
     assert keys[2] not in t and keys[3] not in t and "extra_utt" not in t
-    assert all(len(t[k]) == lengths[k] for k in t)
     tm = read_transition_model(str(digits / "exp/mono_ali/final.mdl"))
-    pdf0 = tm.tid2pdf[alis[keys[0]]]
-    expect0 = delay_labels(np.concatenate([pdf0, [pdf0[-1]] * 2]), 1)
-    np.testing.assert_array_equal(t[keys[0]], expect0)
+    # every imported alignment is its own pdfs, cut at the feature length, never extended
+    for k in t:
+        np.testing.assert_array_equal(t[k], tm.tid2pdf[alis[k]][:lengths[k]])
+    assert len(t[keys[0]]) == lengths[keys[0]] - 2 and len(t[keys[1]]) == lengths[keys[1]]
+    recorded = dict(l.split() for l in (out / "target_lengths").read_text().splitlines())
+    assert list(recorded) == sorted(t) and {k: int(n) for k, n in recorded.items()} == \
+        {k: len(v) for k, v in t.items()}
+    assert r.frames_imported == sum(len(v) for v in t.values())
     rep = json.loads((out / "import_report.json").read_text())
     assert rep["examples"]["dropped_over_tolerance"] == [keys[2]]
+    assert rep["examples"]["shorter_within_tolerance"] == [keys[0]]
+    assert rep["examples"]["trimmed_within_tolerance"] == [keys[1]]
 
 
 def _rotated_model(tm: TransitionModel) -> TransitionModel:
@@ -327,12 +338,26 @@ def test_bad_input_leaves_nothing(case, alis, tm, digits, tmp_path):
 def test_step_script_end_to_end(digits, repo_dir, env_with_path, tmp_path):
     out = tmp_path / "imp"
     r = subprocess.run([str(repo_dir / "steps/import_ali.sh"), "--length-tolerance", "3",
+                        "--label-delay", "0",  # accepted for old scripts: it changes nothing
                         "exp/mono_ali", "data/train", str(out)], cwd=digits, env=env_with_path,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr + r.stdout
     assert "imported 120 utterances" in r.stdout
     assert json.loads((out / "import_report.json").read_text())["length_tolerance"] == 3
     assert len(load_targets(str(out / "targets.scp"))) == 120
+    assert len((out / "target_lengths").read_text().splitlines()) == 120
+    # an import-time label delay is refused, naming the trainer's option; nothing is written
+    out3 = tmp_path / "imp3"
+    r = subprocess.run([str(repo_dir / "steps/import_ali.sh"), "--label-delay", "5",
+                        "exp/mono_ali", "data/train", str(out3)], cwd=digits, env=env_with_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "--label-delay=5" in r.stderr and "train" in r.stderr
+    assert not out3.exists()
+    r = subprocess.run([sys.executable, str(repo_dir / "pybin/import_alignments.py"),
+                        "--label-delay=2", "exp/mono_ali", "data/train", str(out3)], cwd=digits,
+                       env=env_with_path, capture_output=True, text=True)
+    assert r.returncode == 1 and "train with --label-delay=2" in r.stderr
+    assert not out3.exists()
     # failure: a corrupt alignment dir, non-zero exit, error names the file, nothing left
     bad = tmp_path / "bad_ali"
     shutil.copytree(digits / "exp/mono_ali", bad)

@@ -186,12 +186,31 @@ def test_chunking_covers_every_frame_with_the_overlap(ordering):
     assert plan_epoch(LENGTHS, c, 1) != plan_epoch(LENGTHS, c, 2)
 
 
-def test_max_seq_length_filter_and_too_long_error():
+def test_max_seq_length_filter_counts_and_over_long_get_a_batch_of_their_own(caplog,
+                                                                             monkeypatch):
+    import hybridasr.data.epoch as epoch_mod
+
+    monkeypatch.setattr(epoch_mod, "_logged", set())
     c = cfg(seq_ordering="random", max_seq_length=150)
-    items = items_of(plan_epoch(LENGTHS, c, 0))
-    assert {it.utt for it in items} == {u for u, n in LENGTHS.items() if n <= 150}
-    with pytest.raises(ConfigError, match="more than --max-frames"):
-        plan_epoch(LENGTHS, cfg(seq_ordering="random", max_frames=100), 0)
+    with caplog.at_level("WARNING"):
+        items = items_of(plan_epoch(LENGTHS, c, 0))
+    kept = {u for u, n in LENGTHS.items() if n <= 150}
+    assert {it.utt for it in items} == kept
+    # the log says how many were left out and which option keeps them
+    msg = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert msg and f"{len(LENGTHS) - len(kept)} of {len(LENGTHS)}" in msg[0]
+    assert "--max-seq-length-mode=split" in msg[0] and "--max-seq-length=0" in msg[0]
+    # nothing else refuses an utterance for its length: longer than --max-frames, alone
+    c = cfg(seq_ordering="random", max_frames=100)
+    plans = plan_epoch(LENGTHS, c, 0)
+    assert Counter(it.utt for it in items_of(plans)) == Counter(list(LENGTHS))
+    for p in plans:
+        if max(it.length for it in p.items) > 100:
+            assert len(p.items) == 1
+        else:
+            assert len(p.items) * max(it.length for it in p.items) <= 100
+    with pytest.raises(ConfigError, match=r"longer than --max-seq-length=5.*mode=split"):
+        plan_epoch(LENGTHS, cfg(seq_ordering="random", max_seq_length=5), 0)
 
 
 @pytest.mark.parametrize("world_size", [1, 2])

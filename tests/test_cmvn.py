@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+import kaldi_native_fbank as knf
 import kaldiio
 import numpy as np
 import pytest
@@ -13,8 +14,6 @@ from hybridasr.features.cmvn import (accumulate_cmvn_stats, apply_cmvn, fake_cmv
 from hybridasr.features.cmvn_table import compute_cmvn_table
 from hybridasr.features.context import add_deltas, splice_frames
 from hybridasr.features.feature_reader import iter_feature_scp
-
-knf = pytest.importorskip("kaldi_native_fbank")
 
 
 @pytest.mark.parametrize("subset", ["train", "test"])

@@ -98,12 +98,22 @@ def test_transform_matches_kaldi_pipeline_and_windows_equal_slices(digits):
 
 
 def test_targets_subsample_and_label_delay():
-    t = FeatureTransform(subsample=2, label_delay=2)
+    t = FeatureTransform(subsample=2, label_delay=2, norm_means=False)
     y = t.targets(np.arange(10))
-    assert y.tolist() == [IGNORE_INDEX, IGNORE_INDEX, 0, 2, 4]
+    assert y.tolist() == [IGNORE_INDEX, IGNORE_INDEX, 0, 2, 4, 6, 8]  # every label, 2 late
     assert t.targets(np.arange(10), 1, 4).tolist() == [IGNORE_INDEX, 0, 2]
-    out = np.arange(5)[:, None]
-    assert t.undo_label_delay(out)[:, 0].tolist() == [2, 3, 4, 4, 4]
+    # the input gets delay x subsample copies of its last frame (Kaldi's time shift): two more
+    # outputs, the others as without a delay
+    feats = np.arange(10, dtype=np.float32)[:, None]
+    x = t(feats)
+    assert x.shape == (t.output_length(10), 1) == (7, 1)
+    assert x[:, 0].tolist() == [0, 2, 4, 6, 8, 9, 9]
+    np.testing.assert_array_equal(x[:5], FeatureTransform(subsample=2, norm_means=False)(feats))
+    np.testing.assert_array_equal(t(feats, None, 4, 7), x[4:])
+    assert t.output_length(0) == 0 and t(feats[:0]).shape == (0, 1)
+    # decode time: the first `delay` outputs (trained on no label) are dropped
+    out = np.arange(7)[:, None]
+    assert t.undo_label_delay(out)[:, 0].tolist() == [2, 3, 4, 5, 6]
 
 
 def test_from_data_dir_relative_paths(kaldi_digits, monkeypatch):
@@ -132,14 +142,132 @@ def test_global_norm_fit_and_cache(digits):
 
 
 def test_missing_and_mismatched_targets(digits, tmp_path):
+    """Targets without target_lengths (an older import dir, other targets): trimmed with the
+    features to the shorter when read if within the tolerance, a clear error otherwise."""
     ali = digits["ali"]
     with ArkScpWriter(str(tmp_path / "t2.ark"), str(tmp_path / "t2.scp")) as w:
         w.write("jackson_0_0", ali["jackson_0_0"][:-1])
-        w.write("jackson_0_1", ali["jackson_0_1"])
+        w.write("jackson_0_1", ali["jackson_0_1"][:-5])
+        w.write("jackson_0_2", ali["jackson_0_2"])
     ds = UtteranceDataset(digits["feats_scp"], str(tmp_path / "t2.scp"))
-    assert ds.keys == ["jackson_0_0", "jackson_0_1"]
-    with pytest.raises(FormatError, match="jackson_0_0"):
-        ds["jackson_0_0"]
+    assert ds.keys == ["jackson_0_0", "jackson_0_1", "jackson_0_2"]
+    n = len(ali["jackson_0_0"])
+    assert ds.lengths["jackson_0_0"] == n  # not known before reading
+    x, y = ds["jackson_0_0"]
+    assert len(x) == len(y) == n - 1 and (y == ali["jackson_0_0"][:-1]).all()
+    n1 = len(ali["jackson_0_1"])
+    with pytest.raises(FormatError, match=rf"jackson_0_1: {n1 - 5} targets .* but {n1} feature "
+                                          r"frames \(not within the length tolerance of 5"):
+        ds["jackson_0_1"]
+    assert len(ds["jackson_0_2"][0]) == len(ali["jackson_0_2"])
+
+
+# ------------------------------------- Kaldi nnet1's length tolerance: trim both to the shorter
+@pytest.fixture
+def short_import(kaldi_digits, tmp_path):
+    """kaldi_digits' mono alignments imported against train features where three utterances
+    disagree in length: two alignments cut by 3 and 1 frames (targets shorter), and one
+    feature matrix cut by 2 frames with a Kaldi row range (targets longer)."""
+    from hybridasr.align.importer import import_alignments
+    from tests.test_align import _write_ali_dir
+
+    src = kaldi_digits / "data" / "train"
+    alis = {}
+    with gzip.open(kaldi_digits / "exp" / "mono_ali" / "ali.1.gz", "rt") as f:
+        for line in f:
+            key, *ids = line.split()
+            alis[key] = np.array([int(x) for x in ids], np.int32)
+    keys = sorted(alis)
+    cut_ali = {keys[0]: 3, keys[1]: 1}
+    cut_feats = {keys[2]: 2}
+    short = {k: v[:len(v) - cut_ali.get(k, 0)] for k, v in alis.items()}
+    ali_dir = _write_ali_dir(tmp_path / "ali", short, kaldi_digits / "exp/mono_ali/final.mdl")
+    data = tmp_path / "data"
+    data.mkdir()
+    with open(src / "feats.scp") as f, open(data / "feats.scp", "w") as g:
+        for line in f:
+            key, rx = line.split()
+            if key in cut_feats:  # rows 0 .. n-1-cut (Kaldi's inclusive row range)
+                rx += f"[0:{len(alis[key]) - 1 - cut_feats[key]}]"
+            g.write(f"{key} {kaldi_digits}/{rx}\n")
+    absolute_scp(src / "cmvn.scp", data / "cmvn.scp", kaldi_digits)
+    for name in ("utt2spk", "spk2utt"):
+        (data / name).write_text((src / name).read_text())
+    out = tmp_path / "imported"
+    report = import_alignments(str(ali_dir), str(data), str(out))
+    pdfs = {k: np.asarray(v) for k, v in kaldiio.load_scp(str(out / "targets.scp")).items()}
+    usable = {k: len(v) - cut_ali.get(k, 0) - cut_feats.get(k, 0) for k, v in alis.items()}
+    return dict(data=data, out=out, report=report, keys=keys, usable=usable, alis=alis,
+                pdfs=pdfs, feats_scp=str(src / "feats.scp"))
+
+
+def test_shorter_targets_trim_the_features(short_import, kaldi_digits, monkeypatch):
+    s = short_import
+    k0, k1, k2 = s["keys"][:3]
+    r = s["report"]
+    assert (r.shorter_within_tolerance, r.trimmed_within_tolerance, r.exact_length,
+            r.utterances_imported) == (2, 1, 117, 120)
+    assert {k: len(v) for k, v in s["pdfs"].items()} == s["usable"]  # no label made up
+    ds = UtteranceDataset.from_data_dir(str(s["data"]), str(s["out"] / "targets.scp"),
+                                        target_lengths=str(s["out"] / "target_lengths"))
+    assert ds.lengths == s["usable"] and ds.lengths[k0] == len(s["alis"][k0]) - 3
+    assert ds.raw_lengths[k0] == len(s["alis"][k0])  # the features are longer
+    monkeypatch.chdir(kaldi_digits)
+    full = kaldiio.load_scp("data/train/feats.scp")
+    cmvn = kaldiio.load_scp("data/train/cmvn.scp")
+    utt2spk = dict(l.split() for l in open("data/train/utt2spk"))
+    for k in (k0, k1, k2, s["keys"][3]):
+        n = s["usable"][k]
+        x, y = ds.load(k)
+        assert len(x) == len(y) == n
+        # the first n frames of the utterance, with its speaker's CMVN; its first n labels
+        np.testing.assert_allclose(x, apply_cmvn(full[k], cmvn[utt2spk[k]])[:n], atol=1e-5)
+        np.testing.assert_array_equal(y, s["pdfs"][k])
+    # batches are planned with, and carry, the trimmed lengths; every real frame has a label
+    c = DataConfig(seq_ordering="sorted", max_frames=800, num_workers=0)
+    seen = 0
+    for b in make_batch_iterator(ds, c, epoch=0):
+        for i, (k, n) in enumerate(zip(b.keys, b.lengths.tolist())):
+            assert n == s["usable"][k] and (b.targets[i, :n] >= 0).all()
+            assert (b.targets[i, n:] == IGNORE_INDEX).all()
+            seen += 1
+    assert seen == 120
+
+
+def test_target_lengths_absent_or_stale(short_import, tmp_path):
+    s = short_import
+    k0 = s["keys"][0]
+    scp = str(s["out"] / "targets.scp")
+    # an import dir without target_lengths: lengths are the features'; reading trims both
+    ds = UtteranceDataset.from_data_dir(str(s["data"]), scp)
+    assert ds.lengths[k0] == len(s["alis"][k0])
+    x, y = ds.load(k0)
+    assert len(x) == len(y) == s["usable"][k0]
+    # target_lengths longer than the features: the features changed since the import
+    stale = tmp_path / "stale_lengths"
+    stale.write_text((s["out"] / "target_lengths").read_text().replace(
+        f"{k0} {s['usable'][k0]}\n", f"{k0} {len(s['alis'][k0]) + 1}\n"))
+    with pytest.raises(FormatError, match=f"utterance {k0}: .*import the alignments again"):
+        UtteranceDataset.from_data_dir(str(s["data"]), scp, target_lengths=str(stale))
+    # target_lengths disagreeing with targets.scp: caught when the utterance is read
+    stale.write_text((s["out"] / "target_lengths").read_text().replace(
+        f"{k0} {s['usable'][k0]}\n", f"{k0} {s['usable'][k0] - 1}\n"))
+    ds = UtteranceDataset.from_data_dir(str(s["data"]), scp, target_lengths=str(stale))
+    with pytest.raises(FormatError, match=f"utterance {k0}: .* targets in .* but .* in "):
+        ds.load(k0)
+
+
+def test_trainer_datasets_use_the_imports_target_lengths(short_import, tmp_path):
+    from hybridasr.models.factory import normalize_config
+    from hybridasr.train.options import TrainConfig
+    from hybridasr.train.trainer import Trainer, TrainInputs
+
+    s = short_import
+    inp = TrainInputs(str(s["data"]), str(s["data"]), str(s["out"]), str(s["out"]),
+                      str(tmp_path / "exp"))
+    t = Trainer(inp, DataConfig(num_workers=0), normalize_config({"model": "mlp"}),
+                TrainConfig(), schedule=None)
+    assert t.tr.lengths == t.cv.lengths == s["usable"]
 
 
 @pytest.mark.parametrize("workers", [0, 2])

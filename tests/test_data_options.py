@@ -25,13 +25,21 @@ def test_every_strategy_has_a_conf():
             "chunking", "tbptt", "frame_shuffle"} <= names
 
 
-@pytest.mark.parametrize("conf", CONFS, ids=lambda p: p.stem)
+RECIPE_CONF = CONFS[0].parents[2] / "egs" / "digits" / "s5" / "conf" / "batching.conf"
+
+
+@pytest.mark.parametrize("conf", CONFS + [RECIPE_CONF],
+                         ids=lambda p: "recipe" if p == RECIPE_CONF else p.stem)
 def test_batching_conf_gives_a_working_plan(conf):
     c = data_config_from_args(parser().parse_args([f"--batching-config={conf}"]))
     lengths = {f"u{i}": 50 + (i * 37) % 900 for i in range(300)}
-    plans = plan_epoch(lengths, c, epoch=1, rank=1, world_size=2)
-    assert plans and sum(p.num_batches for p in plans) == \
-        sum(p.num_batches for p in plan_epoch(lengths, c, epoch=1, rank=0, world_size=2))
+    lengths.update(long_a=2071, long_b=2700, long_c=6000, long_d=12000)  # over --max-frames
+    shares = [plan_epoch(lengths, c, epoch=1, rank=r, world_size=2) for r in range(2)]
+    assert shares[1] and sum(p.num_batches for p in shares[1]) == \
+        sum(p.num_batches for p in shares[0])
+    # every utterance is in the epoch (whole, split into pieces, or cut into chunks/windows)
+    seen = {it.utt for s in shares for p in s for it in p.items if it is not None}
+    assert seen == set(lengths)
 
 
 def test_precedence_and_cmvn_opts(tmp_path):

@@ -2,17 +2,16 @@
 whole-utterance forward, the input frame rate restored, on kaldi_digits' real features."""
 from __future__ import annotations
 
+import kaldiio
 import numpy as np
 import pytest
 import torch
 
-kaldiio = pytest.importorskip("kaldiio")
-
-from hybridasr.data.dataset import UtteranceDataset  # noqa: E402
-from hybridasr.data.transform import FeatureTransform  # noqa: E402
-from hybridasr.decode.forward import ChunkOptions, forward_dataset, model_logits  # noqa: E402
-from hybridasr.decode.loglikes import scaled_loglikes  # noqa: E402
-from hybridasr.decode.matrix_writer import open_matrix_writer  # noqa: E402
+from hybridasr.data.dataset import UtteranceDataset
+from hybridasr.data.transform import FeatureTransform
+from hybridasr.decode.forward import ChunkOptions, forward_dataset, model_logits
+from hybridasr.decode.loglikes import scaled_loglikes
+from hybridasr.decode.matrix_writer import open_matrix_writer
 from hybridasr.errors import FormatError  # noqa: E402
 
 
@@ -126,7 +125,16 @@ def test_frame_error_rate_on_real_features(kaldi_digits, monkeypatch, tmp_path):
         expect.errors += int((logits.argmax(1)[keep] != y[keep]).sum())
         expect.frames += int(keep.sum())
     assert (fe.errors, fe.frames, fe.utts) == (expect.errors, expect.frames, 6)
-    assert fe.frames == sum(ds.lengths.values()) - 2 * 6  # delayed labels are not counted
+    # every label counted once (the delay's first 2 outputs per utterance have none)
+    assert fe.frames == sum(ds.lengths.values())
+    # as the decoder sees it: delay undone, one row per input frame, against the alignment
+    fi = frame_errors(model, ds, torch.device("cpu"), at_input_rate=True)
+    errors = 0
+    for utt in ds:
+        x, _ = ds.load(utt)
+        logits = model_logits(model, x, torch.device("cpu"))[2:]  # output t+2 is frame t's
+        errors += int((logits.argmax(1) != ds.raw_targets(utt)).sum())
+    assert (fi.errors, fi.frames) == (errors, sum(ds.lengths.values()))
     assert fe.format().startswith(f"%FER {100 * fe.errors / fe.frames:.2f} [ {fe.errors} / ")
     with pytest.raises(FormatError, match="target pdf 3 but the model has 3 outputs"):
         frame_errors(ConvModel(13, 3), ds, torch.device("cpu"))

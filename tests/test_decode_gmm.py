@@ -15,18 +15,15 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("kaldi_decoder")
-pytest.importorskip("kaldiio")
-
-from hybridasr.data.dataset import UtteranceDataset  # noqa: E402
-from hybridasr.data.transform import FeatureTransform  # noqa: E402
-from hybridasr.decode.decoder import DecodeOptions, MappedDecoder  # noqa: E402
-from hybridasr.decode.gmm import read_gmm_model  # noqa: E402
-from hybridasr.decode.graph import load_graph_dir  # noqa: E402
-from hybridasr.decode.text_archive import read_text_archive  # noqa: E402
-from hybridasr.decode.wer import compute_wer  # noqa: E402
-from hybridasr.errors import FormatError  # noqa: E402
-from hybridasr.kaldi.table import ArkScpWriter  # noqa: E402
+from hybridasr.data.dataset import UtteranceDataset
+from hybridasr.data.transform import FeatureTransform
+from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+from hybridasr.decode.gmm import read_gmm_model
+from hybridasr.decode.graph import load_graph_dir
+from hybridasr.decode.text_archive import read_text_archive
+from hybridasr.decode.wer import compute_wer
+from hybridasr.errors import FormatError
+from hybridasr.kaldi.table import ArkScpWriter
 
 ACWT = 0.083333  # exp/mono/decode's --acoustic-scale
 
@@ -125,9 +122,29 @@ def test_score_sh_reproduces_kaldi_wer_files(gmm_test, kaldi_digits, repo_dir, e
     assert best.stdout.endswith(":%WER 0.00 [ 0 / 30, 0 ins, 0 del, 0 sub ]\n")
 
 
+def test_gmm_model_through_symlink_or_flattened(tmp_path, kaldi_digits, gmm_test):
+    """exp/mono/final.mdl is a symlink to 40.mdl in a Kaldi dir: read through it. A copy that
+    flattened the symlink holds the 6 bytes "40.mdl": rejected, naming the cause. Both built
+    here, whatever ../shared holds."""
+    tm, gmm, _ = gmm_test
+    for kind in ("linked", "flat"):
+        (tmp_path / kind).mkdir()
+        shutil.copyfile(kaldi_digits / "exp/mono/40.mdl", tmp_path / kind / "40.mdl")
+    os.symlink("40.mdl", tmp_path / "linked/final.mdl")
+    (tmp_path / "flat/final.mdl").write_text("40.mdl")
+    tm2, gmm2 = read_gmm_model(str(tmp_path / "linked/final.mdl"))
+    # the same model as exp/mono_ali/final.mdl (align_si.sh copies exp/mono's final.mdl)
+    assert (tm2.num_pdfs, gmm2.num_pdfs, gmm2.dim) == (tm.num_pdfs, gmm.num_pdfs, 39) == \
+        (70, 70, 39)
+    np.testing.assert_array_equal(tm2.tid2pdf, tm.tid2pdf)
+    for attr in ("offsets", "gconsts", "weights_x"):
+        np.testing.assert_array_equal(getattr(gmm2, attr), getattr(gmm, attr))
+    with pytest.raises(FormatError, match="flat/final.mdl: not a binary Kaldi model.*symlink "
+                                          "copied as a file"):
+        read_gmm_model(str(tmp_path / "flat/final.mdl"))
+
+
 def test_gmm_model_errors(tmp_path, kaldi_digits):
-    with pytest.raises(FormatError, match="not a binary Kaldi model"):
-        read_gmm_model(str(kaldi_digits / "exp/mono/final.mdl"))  # holds the text "40.mdl"
     data = (kaldi_digits / "exp/mono_ali/final.mdl").read_bytes()
     (tmp_path / "cut.mdl").write_bytes(data[: len(data) // 2])
     with pytest.raises(FormatError, match="cut.mdl: unexpected end of file"):

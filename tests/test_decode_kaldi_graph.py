@@ -6,22 +6,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import kaldiio
 import numpy as np
 import pytest
 
-pytest.importorskip("kaldi_decoder")
-kaldiio = pytest.importorskip("kaldiio")
-tm_mod = pytest.importorskip(
-    "hybridasr.kaldi.transition_model",
-    reason="hybridasr.kaldi.transition_model (the alignment issue's reader) is not there yet")
-
-from hybridasr.decode.decoder import DecodeOptions, MappedDecoder  # noqa: E402
-from hybridasr.decode.graph import load_graph_dir  # noqa: E402
-from hybridasr.decode.pseudo_loglikes import pseudo_loglikes  # noqa: E402
-from hybridasr.decode.text_archive import read_text_archive  # noqa: E402
-from hybridasr.decode.wer import compute_wer  # noqa: E402
-from hybridasr.errors import FormatError  # noqa: E402
-from hybridasr.kaldi.table import ArkScpWriter  # noqa: E402
+from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+from hybridasr.decode.graph import load_graph_dir
+from hybridasr.decode.pseudo_loglikes import pseudo_loglikes
+from hybridasr.decode.text_archive import read_text_archive
+from hybridasr.decode.wer import compute_wer
+from hybridasr.errors import FormatError
+from hybridasr.kaldi import transition_model as tm_mod
+from hybridasr.kaldi.table import ArkScpWriter
 
 
 @pytest.fixture(scope="module")

@@ -4,26 +4,23 @@ of the pdf count against the transition model and the counts file, frame_error_r
 steps/nnet/decode.sh end to end with the real forward.py (embedded decoder, and the Kaldi pipe
 into a stand-in latgen-faster-mapped that reads the archive from stdin).
 
-Needs ``hybridasr.models`` (the training issue): skipped until it exists. Decoding quality with
-a trained model is the training issue's check; the decoder itself is checked without a network
-in test_decode_kaldi_graph.py, test_decode_gmm.py and test_decode_recipe.py."""
+Decoding quality with a trained model is the training issue's check; the decoder itself is
+checked without a network in test_decode_kaldi_graph.py, test_decode_gmm.py and
+test_decode_recipe.py."""
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
 
+import kaldiio
 import numpy as np
 import pytest
 import torch
 
-kaldiio = pytest.importorskip("kaldiio")
-pytest.importorskip("kaldi_decoder")
-models = pytest.importorskip("hybridasr.models",
-                             reason="hybridasr.models (the training issue) is not there yet")
-
-from hybridasr.data.transform import FeatureTransform  # noqa: E402
-from hybridasr.decode.text_archive import read_text_archive  # noqa: E402
+from hybridasr import models
+from hybridasr.data.transform import FeatureTransform
+from hybridasr.decode.text_archive import read_text_archive
 
 CONFIG = {"model": "blstm", "num_layers": 2, "hidden_size": 32, "proj_size": 0, "dropout": 0.0}
 TRANSFORM = FeatureTransform(norm_means=True, delta_order=1)  # 13 -> 26 dims

@@ -18,16 +18,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kaldiio
 import numpy as np
 import pytest
 
-kaldiio = pytest.importorskip("kaldiio")
-pytest.importorskip("kaldi_decoder")
-
-from hybridasr.decode.pseudo_loglikes import pseudo_loglikes  # noqa: E402
-from hybridasr.decode.text_archive import read_text_archive  # noqa: E402
-from hybridasr.kaldi.table import ArkScpWriter  # noqa: E402
-from hybridasr.kaldi.transition_model import read_transition_model  # noqa: E402
+from hybridasr.decode.pseudo_loglikes import pseudo_loglikes
+from hybridasr.decode.text_archive import read_text_archive
+from hybridasr.kaldi.table import ArkScpWriter
+from hybridasr.kaldi.transition_model import read_transition_model
 
 # A stand-in for every external program: records its argv (one JSON file per call), then acts.
 STAND_IN = r'''#!{python}
@@ -178,8 +176,7 @@ def _spk_keys(keys, speakers):
 
 
 FORWARD_OPTS = ["--class-frame-counts=exp/dnn/ali_train_pdf.counts", "--prior-scale=1.0",
-                "--transition-model=exp/dnn/final.mdl", "--use-gpu=no", "--chunk-size=0",
-                "--chunk-overlap=0", "exp/dnn/final.nnet"]
+                "--transition-model=exp/dnn/final.mdl", "--device=cpu", "exp/dnn/final.nnet"]
 
 
 def test_embedded_decode_from_recipe_dir(tmp_path, repo_dir, kaldi_digits, env_with_path,

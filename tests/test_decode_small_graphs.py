@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import math
 
+import kaldifst
 import numpy as np
 import pytest
 
-kaldifst = pytest.importorskip("kaldifst")
-pytest.importorskip("kaldi_decoder")
-
-from hybridasr.decode.decoder import DecodeOptions, MappedDecoder  # noqa: E402
-from hybridasr.decode.graph import load_graph_dir, max_input_label, read_fst  # noqa: E402
-from hybridasr.errors import FormatError  # noqa: E402
+from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+from hybridasr.decode.graph import load_graph_dir, max_input_label, read_fst
+from hybridasr.errors import FormatError
 
 YES, NO = 1, 2
 # transition-ids 1..4 -> pdfs: "yes" frames use tids 1,2 (pdf 0); "no" frames tids 3,4 (pdf 1)

@@ -117,20 +117,23 @@ def test_segments_cut_like_extract_segments(recdir):
         "u6 rec3 0.2 0.1",            # invalid: skipped
         "u0 rec3 0.1 0.15",           # shorter than 0.1 s: skipped
         "u7 recS 0.0 0.2 1",          # channel column
-        "u8 recS 0.0 0.2",            # stereo without a channel: skipped
+        "u8 recS 0.0 0.2",            # stereo without a channel: channel 0, with a warning
         "u9 recX 0.0 0.2",            # unknown recording: skipped
         "v1 recP 0.0 0.2",            # failing command: skipped
     ])
-    items = {i.key: i for i in iter_audio("wav.scp", "segments")}
+    warnings = []
+    items = {i.key: i for i in iter_audio("wav.scp", "segments", warn=warnings.append)}
     assert np.array_equal(items["u1"].samples, x[160:1600])
     assert np.array_equal(items["u2"].samples, x[800:])
     assert np.array_equal(items["u3"].samples, x[400:])
-    for key in ("u0", "u4", "u5", "u6", "u8", "u9", "v1"):
+    for key in ("u0", "u4", "u5", "u6", "u9", "v1"):
         assert isinstance(items[key], UtteranceError), key
     assert "beyond the end" in items["u4"].reason and "beyond the end" in items["u5"].reason
     assert "exit status" in items["v1"].reason
-    right = sf.read("wav/stereo.wav", dtype="int16")[0][:1600, 1]
-    assert np.array_equal(items["u7"].samples, right)
+    stereo = sf.read("wav/stereo.wav", dtype="int16")[0][:1600]
+    assert np.array_equal(items["u7"].samples, stereo[:, 1])
+    assert np.array_equal(items["u8"].samples, stereo[:, 0])
+    assert [w for w in warnings if w.startswith("u8:") and "using channel 0" in w]
 
 
 def test_bad_inputs_are_skipped_with_warnings_then_fail_over_threshold(recdir, caplog):

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import os
 
+import kaldi_native_fbank as knf
 import numpy as np
 import pytest
 import soundfile as sf
 import torch
+import torchaudio.compliance.kaldi as ta_kaldi
 
 from hybridasr.features.extractor import FeatureExtractor
 from hybridasr.features.options import FeatureOptions
 from hybridasr.kaldi.table import read_map
-
-knf = pytest.importorskip("kaldi_native_fbank")
-ta_kaldi = pytest.importorskip("torchaudio.compliance.kaldi")
 
 
 def _kaldi_scale(path):

@@ -230,3 +230,45 @@ def test_a_different_model_in_an_existing_exp_dir_is_refused(digits, tmp_path):
                             "--num-threads=2")) == 0
     with pytest.raises(ConfigError, match="another model"):
         _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=1", "--hidden-size=48"))
+
+
+def test_training_that_never_improves_fails_naming_the_rejected_epochs(
+        digits, tmp_path, repo_dir, env_with_path, kaldi_digits):
+    """Kaldi's train_scheduler.sh errors out when no epoch beats the initial network: so does
+    steps/nnet/train.sh (a learning rate so large that newbob rejects every epoch), with no
+    final.nnet left pointing at the untrained epoch0.nnet, also when run again."""
+    tr, cv, ali = digits
+    exp = tmp_path / "exp"
+    opts = ("--model=blstm --num-layers=1 --hidden-size=16 --seq-ordering=laplace:2 "
+            "--max-frames=3000 --num-workers=0 --progress-every=0 --num-threads=1 "
+            "--optimizer=adam --learning-rate=5 --lr-schedule=newbob "
+            "--max-iters=3")
+
+    def train_sh():
+        return subprocess.run(["bash", str(repo_dir / "steps/nnet/train.sh"), "--train-opts",
+                               opts, str(tr), str(cv), str(kaldi_digits / "data/lang"),
+                               str(ali), str(ali), str(exp)], cwd=tmp_path, env=env_with_path,
+                              capture_output=True, text=True, timeout=300)
+
+    p = train_sh()
+    assert p.returncode != 0, p.stdout + p.stderr
+    h = history(exp)
+    rejected = [x["epoch"] for x in h[1:] if not x["accepted"]]
+    assert rejected == [x["epoch"] for x in h[1:]] and len(rejected) >= 2, h
+    # the log and train.sh's own message name the epochs, the rate and the remedy
+    log_text = (exp / "log" / "train.log").read_text()
+    for text in (log_text, p.stderr):
+        assert "did not improve on the initial model" in text, text
+        assert f"epochs {', '.join(str(e) for e in rejected[:1])} (learning rate 5" in text
+        for e, x in zip(rejected, h[1:]):
+            assert f"{e} (learning rate {x['lr']:g}" in text
+        assert "smaller --learning-rate" in text
+    assert not os.path.lexists(exp / "final.nnet")
+    state = json.loads((exp / "train_state.json").read_text())
+    assert state["done"] and state["best_epoch"] == 0
+    # a final.nnet -> epoch0.nnet left by an older trainer is removed when run again
+    os.symlink(os.path.join("nnet", "epoch0.nnet"), exp / "final.nnet")
+    p = train_sh()
+    assert p.returncode != 0 and "did not improve on the initial model" in p.stderr
+    assert not os.path.lexists(exp / "final.nnet")
+    assert history(exp) == h  # nothing was trained again

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import os
 
 import numpy as np
 import pytest
@@ -144,10 +145,38 @@ def test_reads_through_a_pipe_and_stdin_forms(tm, mdl_path):
     _same(tm, read_transition_model(f"cat {mdl_path} |"))
 
 
-def test_not_a_model(tmp_path, kaldi_digits):
-    with pytest.raises(FormatError, match=r"not a Kaldi model.*'40\.mdl'"):
-        # exp/mono/final.mdl in this copy is a file holding "40.mdl" (a flattened symlink)
-        read_transition_model(str(kaldi_digits / "exp" / "mono" / "final.mdl"))
+def _mono_dir_with_final_mdl(tmp_path, kaldi_digits, flattened: bool):
+    """exp/mono as Kaldi leaves it: 40.mdl and final.mdl, a symlink to it, or (copied by a tool
+    that flattens symlinks) a 6-byte file holding its name. Built here: how ../shared was copied
+    must not matter."""
+    mono = tmp_path / ("flat" if flattened else "linked") / "exp" / "mono"
+    mono.mkdir(parents=True)
+    (mono / "40.mdl").write_bytes((kaldi_digits / "exp" / "mono" / "40.mdl").read_bytes())
+    if flattened:
+        (mono / "final.mdl").write_text("40.mdl")
+        assert (mono / "final.mdl").stat().st_size == 6
+    else:
+        os.symlink("40.mdl", mono / "final.mdl")
+    return mono
+
+
+def test_symlinked_final_mdl_reads(tmp_path, kaldi_digits, tm):
+    mono = _mono_dir_with_final_mdl(tmp_path, kaldi_digits, flattened=False)
+    assert os.readlink(mono / "final.mdl") == "40.mdl"
+    linked = read_transition_model(str(mono / "final.mdl"))
+    _same(linked, read_transition_model(str(mono / "40.mdl")))
+    # exp/mono_ali/final.mdl is the same model (align_si.sh copies 40.mdl there)
+    _same(linked, tm)
+
+
+def test_flattened_symlink_is_named(tmp_path, kaldi_digits):
+    mono = _mono_dir_with_final_mdl(tmp_path, kaldi_digits, flattened=True)
+    with pytest.raises(FormatError, match=r"final\.mdl: not a Kaldi model.*'40\.mdl'.*symbolic "
+                                          r"link copied as a file.*use .*mono/40\.mdl"):
+        read_transition_model(str(mono / "final.mdl"))
+
+
+def test_not_a_model(tmp_path):
     p = tmp_path / "text.txt"
     p.write_text("hello world\n")
     with pytest.raises(FormatError, match="text.txt.*not a Kaldi model"):

@@ -4,6 +4,6 @@
 ``phones``: Kaldi's SplitToPhones (phone sequences and per-frame phones);
 ``length``: the feature/alignment length check (Kaldi nnet1's ``--length-tolerance``);
 ``counts``: pdf frame counts and log-priors (Kaldi nnet1's ``PdfPrior``);
-``targets``: load the imported targets; ``transforms``: label delay and subsampling;
+``targets``: load the imported targets; ``transforms``: label subsampling;
 ``importer``: what ``steps/import_ali.sh`` runs.
 """

@@ -4,9 +4,13 @@ Reads ``<ali-dir>/final.mdl`` (its TransitionModel) and ``ali.{1..num_jobs}.gz``
 maps transition-ids to pdf-ids; checks each alignment against the model (transition-ids in
 range, phones split as Kaldi's SplitToPhones expects) and against the feature frame count of
 ``<data-dir>`` (``utt2num_frames``, else the ``feats.scp`` matrix headers) with Kaldi nnet1's
-``--length-tolerance``; optionally delays the labels. Writes into ``<dir>``: ``targets.ark``,
-``targets.scp`` (sorted), ``pdf_counts``, ``log_priors``, ``num_pdfs``, copies of ``final.mdl``,
-``tree``, ``phones.txt`` and ``import_report.json``.
+``--length-tolerance``: targets longer than the features are cut to the feature length,
+shorter ones kept as they are (the dataset trims the features to them, as nnet1 trims both).
+Writes into ``<dir>``: ``targets.ark``, ``targets.scp`` (sorted), ``target_lengths`` (frames of
+each utterance's targets, ``utt2num_frames`` format, sorted), ``pdf_counts``, ``log_priors``,
+``num_pdfs``, copies of ``final.mdl``, ``tree``, ``phones.txt`` and ``import_report.json``.
+Labels are not delayed here: the label delay is a training option (``--label-delay`` of
+``pybin/train.py``), stored with the model and undone at decoding.
 
 Everything is first written into a staging dir inside ``<dir>`` and moved into place only when
 the whole import succeeded, so a failed import leaves no partial output behind.
@@ -26,19 +30,19 @@ import numpy as np
 
 from hybridasr.align.alignments import alignment_files, iter_alignment_file
 from hybridasr.align.counts import log_priors, write_counts
-from hybridasr.align.length import DROPPED, EXACT, PADDED, TRIMMED, match_length
+from hybridasr.align.length import (DEFAULT_LENGTH_TOLERANCE, DROPPED, EXACT, SHORTER,
+                                    TRIMMED, match_length)
 from hybridasr.align.phones import split_to_phones
-from hybridasr.align.transforms import delay_labels
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.intvec import IntVectorWriter
-from hybridasr.kaldi.table import read_int_map
+from hybridasr.kaldi.table import read_int_map, write_map
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.vector_io import write_kaldi_vector
 
 log = logging.getLogger("import_ali")
 
-OUTPUT_FILES = ("targets.ark", "targets.scp", "pdf_counts", "log_priors", "num_pdfs",
-                "final.mdl", "tree", "phones.txt", "import_report.json")
+OUTPUT_FILES = ("targets.ark", "targets.scp", "target_lengths", "pdf_counts", "log_priors",
+                "num_pdfs", "final.mdl", "tree", "phones.txt", "import_report.json")
 _MAX_EXAMPLES = 20
 
 
@@ -47,13 +51,12 @@ class ImportReport:
     ali_dir: str
     data_dir: str
     num_pdfs: int = 0
-    length_tolerance: int = 5
-    label_delay: int = 0
+    length_tolerance: int = DEFAULT_LENGTH_TOLERANCE
     utterances_imported: int = 0
-    frames_imported: int = 0
+    frames_imported: int = 0          # target frames written (what training can use)
     exact_length: int = 0
-    trimmed_within_tolerance: int = 0
-    padded_within_tolerance: int = 0
+    trimmed_within_tolerance: int = 0  # targets longer than the features: cut to them
+    shorter_within_tolerance: int = 0  # targets shorter: kept; the features are trimmed
     dropped_over_tolerance: int = 0
     features_without_alignment: int = 0
     alignment_without_features: int = 0
@@ -79,9 +82,12 @@ def feature_lengths(data_dir: str) -> "OrderedDict[str, int]":
     return read_scp_lengths(feats)
 
 
-def import_alignments(ali_dir: str, data_dir: str, out_dir: str, length_tolerance: int = 5,
-                      label_delay: int = 0) -> ImportReport:
+def import_alignments(ali_dir: str, data_dir: str, out_dir: str,
+                      length_tolerance: int = DEFAULT_LENGTH_TOLERANCE) -> ImportReport:
     model = os.path.join(ali_dir, "final.mdl")
+    if os.path.islink(model) and not os.path.exists(model):
+        raise FormatError(f"{model} is a symbolic link to {os.readlink(model)!r}, which does "
+                          f"not exist")
     if not os.path.isfile(model):
         raise FormatError(f"{ali_dir}: no final.mdl (not a Kaldi alignment dir?)")
     if length_tolerance < 0:
@@ -93,7 +99,7 @@ def import_alignments(ali_dir: str, data_dir: str, out_dir: str, length_toleranc
     stage = tempfile.mkdtemp(prefix=".import_ali.", dir=out_dir)
     try:
         report = _import_into(stage, tm, files, lengths, ali_dir, data_dir, out_dir,
-                              length_tolerance, label_delay)
+                              length_tolerance)
         for name in ("tree", "phones.txt"):
             src = os.path.join(ali_dir, name)
             if os.path.isfile(src):
@@ -114,12 +120,12 @@ def import_alignments(ali_dir: str, data_dir: str, out_dir: str, length_toleranc
 
 
 def _import_into(stage: str, tm, files: List[str], lengths: "OrderedDict[str, int]",
-                 ali_dir: str, data_dir: str, out_dir: str, tolerance: int,
-                 delay: int) -> ImportReport:
+                 ali_dir: str, data_dir: str, out_dir: str, tolerance: int) -> ImportReport:
     report = ImportReport(ali_dir=ali_dir, data_dir=data_dir, num_pdfs=tm.num_pdfs,
-                          length_tolerance=tolerance, label_delay=delay)
+                          length_tolerance=tolerance)
     counts = np.zeros(tm.num_pdfs, dtype=np.int64)
     offsets: Dict[str, int] = {}
+    target_lengths: Dict[str, int] = {}
     seen = set()
     with IntVectorWriter(f"ark:{os.path.join(stage, 'targets.ark')}") as writer:
         for path in files:
@@ -149,15 +155,14 @@ def _import_into(stage: str, tm, files: List[str], lengths: "OrderedDict[str, in
                 if status == TRIMMED:
                     report.trimmed_within_tolerance += 1
                     report.note("trimmed_within_tolerance", utt)
-                elif status == PADDED:
-                    report.padded_within_tolerance += 1
-                    report.note("padded_within_tolerance", utt)
+                elif status == SHORTER:
+                    report.shorter_within_tolerance += 1
+                    report.note("shorter_within_tolerance", utt)
                 else:
                     assert status == EXACT
                     report.exact_length += 1
-                if delay:
-                    pdfs = delay_labels(pdfs, delay)
                 offsets[utt] = writer.write(utt, pdfs)
+                target_lengths[utt] = len(pdfs)
                 counts += np.bincount(pdfs, minlength=tm.num_pdfs)
                 report.utterances_imported += 1
                 report.frames_imported += len(pdfs)
@@ -173,6 +178,8 @@ def _import_into(stage: str, tm, files: List[str], lengths: "OrderedDict[str, in
     with open(os.path.join(stage, "targets.scp"), "w", encoding="utf-8") as f:
         for utt in sorted(offsets):
             f.write(f"{utt} {ark_final}:{offsets[utt]}\n")
+    write_map(os.path.join(stage, "target_lengths"),
+              [(utt, target_lengths[utt]) for utt in sorted(target_lengths)])
     write_counts(os.path.join(stage, "pdf_counts"), counts)
     priors = log_priors(counts) if counts.sum() > 0 else np.zeros(tm.num_pdfs, np.float32)
     write_kaldi_vector(os.path.join(stage, "log_priors"), priors)

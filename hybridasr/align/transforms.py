@@ -1,24 +1,12 @@
-"""Label transforms the data pipeline applies to frame targets."""
+"""Label transforms on frame targets.
+
+There is no label delay here: the one label delay is the training transform's
+(``FeatureTransform.label_delay``, ``--label-delay`` of ``pybin/train.py``), stored with the
+model and undone at decoding; frames it leaves without a label get the ignore index.
+"""
 from __future__ import annotations
 
 import numpy as np
-
-
-def delay_labels(targets: np.ndarray, n: int) -> np.ndarray:
-    """Shifts the labels right by ``n`` frames (a unidirectional LSTM sees ``n`` frames of
-    future context before emitting a frame's label): ``out[t] = targets[t - n]``, the first
-    ``n`` frames repeat the first label. Same length; ``n < 0`` shifts left (the last label
-    repeated at the end); ``n = 0`` returns a copy."""
-    targets = np.asarray(targets)
-    n = int(n)
-    T = len(targets)
-    if T == 0 or n == 0:
-        return targets.copy()
-    if abs(n) >= T:
-        return np.full_like(targets, targets[0] if n > 0 else targets[-1])
-    if n > 0:
-        return np.concatenate([np.repeat(targets[:1], n, axis=0), targets[:-n]])
-    return np.concatenate([targets[-n:], np.repeat(targets[-1:], -n, axis=0)])
 
 
 def subsample_labels(targets: np.ndarray, factor: int) -> np.ndarray:

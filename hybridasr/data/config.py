@@ -33,12 +33,14 @@ class DataConfig:
     bucket_width: int = 0
     bucket_order: str = "random"
     chunking: str = ""
+    chunking_loss: str = "all"
     tbptt: str = ""
     max_frames: int = 10000
     max_seqs: int = 0
     max_seq_length: int = 0
     max_seq_length_mode: str = "filter"
     randomizer_size: int = 32768
+    min_batches_per_epoch: int = 0
     seed: int = 777
     # loading
     num_workers: int = 2
@@ -84,6 +86,7 @@ class DataConfig:
 
     def validate(self) -> None:
         for name in ("delta_order", "splice", "label_delay", "max_frames", "max_seqs",
+                     "min_batches_per_epoch",
                      "max_seq_length", "num_workers", "bucket_width"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 0")
@@ -95,6 +98,11 @@ class DataConfig:
         if self.max_seq_length_mode not in ("filter", "split"):
             raise ConfigError(f"--max-seq-length-mode must be filter or split, "
                               f"got {self.max_seq_length_mode!r}")
+        if self.chunking_loss not in ("all", "once"):
+            raise ConfigError(f"--chunking-loss must be all or once, got {self.chunking_loss!r}")
+        if self.chunking_loss != "all" and not self.chunking:
+            raise ConfigError(f"--chunking-loss={self.chunking_loss} is about overlapping "
+                              f"chunks: it needs --chunking=size:step")
         if self.bucket_order not in ("random", "curriculum"):
             raise ConfigError(f"--bucket-order must be random or curriculum, "
                               f"got {self.bucket_order!r}")

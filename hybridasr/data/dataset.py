@@ -2,11 +2,16 @@
 
 Features are read with kaldiio random access on demand (nothing is copied into memory up
 front); lengths come from ``utt2num_frames`` or the ark headers. Per-speaker CMVN stats
-(small) are read once. The object pickles without open files, so loader workers rebuild
+(small) are read once. Features and targets of different lengths are trimmed to the shorter,
+as Kaldi nnet1 does within ``--length-tolerance``: with the import's ``target_lengths`` the
+trimmed length is known up front (``lengths``, what batching plans with); without it (an older
+import dir, other targets) both are trimmed when read, when they differ by less than
+``length_tolerance`` frames. The object pickles without open files, so loader workers rebuild
 their own readers.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections import OrderedDict
@@ -14,21 +19,27 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from hybridasr.align.length import DEFAULT_LENGTH_TOLERANCE, within_tolerance
 from hybridasr.data.lengths import read_lengths
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.table import load_scp_lazy, read_map
+from hybridasr.kaldi.table import load_scp_lazy, read_int_map, read_map
 
 log = logging.getLogger(__name__)
 
 
 class UtteranceDataset:
+    # without target_lengths: targets and features this many frames apart or more are an error
+    length_tolerance = DEFAULT_LENGTH_TOLERANCE
 
     def __init__(self, feats_scp: str, targets_scp: Optional[str] = None,
                  utt2spk: Optional[str] = None, cmvn_scp: Optional[str] = None,
                  transform: Optional[FeatureTransform] = None,
-                 utt2num_frames: Optional[str] = None):
+                 utt2num_frames: Optional[str] = None, target_lengths: Optional[str] = None):
         self.feats_scp, self.targets_scp = feats_scp, targets_scp
+        self.target_lengths_file = target_lengths if targets_scp else None
+        self.target_lengths: Optional[Dict[str, int]] = (
+            dict(read_int_map(target_lengths)) if self.target_lengths_file else None)
         self.transform = transform or FeatureTransform()
         self.raw_lengths: Dict[str, int] = dict(read_lengths(feats_scp, utt2num_frames))
         self.utt2spk = dict(read_map(utt2spk)) if utt2spk else None
@@ -50,15 +61,19 @@ class UtteranceDataset:
         if self.cmvn is not None:
             for k in keys:
                 self._cmvn_key(k)  # fail early on a speaker without stats
+        if self.target_lengths is not None:
+            self._check_target_lengths(keys)
         self.keys: List[str] = keys
-        self.lengths: Dict[str, int] = {k: self.raw_lengths[k] for k in keys}
+        self.lengths: Dict[str, int] = {k: self._usable_length(k) for k in keys}
 
     @classmethod
     def from_data_dir(cls, data_dir: str, targets_scp: Optional[str] = None,
                       transform: Optional[FeatureTransform] = None,
-                      use_cmvn: bool = True) -> "UtteranceDataset":
+                      use_cmvn: bool = True,
+                      target_lengths: Optional[str] = None) -> "UtteranceDataset":
         """A Kaldi data dir: ``feats.scp`` and, where present, ``utt2spk``, ``cmvn.scp``
-        (when ``use_cmvn``) and ``utt2num_frames``."""
+        (when ``use_cmvn``) and ``utt2num_frames``; ``target_lengths``: the import's
+        (``<ali-dir>/target_lengths``), or None."""
         def opt(name):
             p = os.path.join(data_dir, name)
             return p if os.path.exists(p) else None
@@ -67,7 +82,24 @@ class UtteranceDataset:
         if not os.path.exists(feats):
             raise FormatError(f"{data_dir}: no feats.scp (run steps/make_mfcc.sh first)")
         return cls(feats, targets_scp, opt("utt2spk"), opt("cmvn.scp") if use_cmvn else None,
-                   transform, opt("utt2num_frames"))
+                   transform, opt("utt2num_frames"), target_lengths)
+
+    # --- lengths: features and targets trimmed to the shorter (Kaldi nnet1) -------------
+    def _check_target_lengths(self, keys: List[str]) -> None:
+        for k in keys:
+            n = self.target_lengths.get(k)
+            if n is None:
+                raise FormatError(f"{self.target_lengths_file}: no entry for utterance {k} "
+                                  f"of {self.targets_scp}")
+            if n > self.raw_lengths[k]:
+                raise FormatError(f"utterance {k}: {n} targets ({self.target_lengths_file}) "
+                                  f"but {self.raw_lengths[k]} feature frames in "
+                                  f"{self.feats_scp}: the import cuts targets to the features, "
+                                  f"so the features changed since; import the alignments again")
+
+    def _usable_length(self, utt: str) -> int:
+        n = self.raw_lengths[utt]
+        return n if self.target_lengths is None else min(n, self.target_lengths[utt])
 
     # --- readers, opened lazily (and again in each worker process) ---------------------
     def _feat_reader(self):
@@ -114,10 +146,17 @@ class UtteranceDataset:
         if not self.targets_scp:
             return None
         ali = np.asarray(self._target_reader()[utt]).reshape(-1)
-        if len(ali) != self.raw_lengths[utt]:
+        n = self.raw_lengths[utt]
+        if self.target_lengths is not None:
+            if len(ali) != self.target_lengths[utt]:
+                raise FormatError(f"utterance {utt}: {len(ali)} targets in {self.targets_scp} "
+                                  f"but {self.target_lengths[utt]} in "
+                                  f"{self.target_lengths_file}")
+        elif len(ali) != n and not within_tolerance(len(ali), n, self.length_tolerance):
             raise FormatError(f"utterance {utt}: {len(ali)} targets in {self.targets_scp} but "
-                              f"{self.raw_lengths[utt]} feature frames")
-        return ali
+                              f"{n} feature frames (not within the length tolerance of "
+                              f"{self.length_tolerance} frames)")
+        return ali[:n]
 
     def load(self, utt: str, start: int = 0,
              end: Optional[int] = None) -> Tuple[np.ndarray, Optional[np.ndarray]]:
@@ -137,12 +176,28 @@ class UtteranceDataset:
         if feats.shape[0] != self.raw_lengths[utt]:
             raise FormatError(f"utterance {utt}: {feats.shape[0]} frames, but its length "
                               f"was given as {self.raw_lengths[utt]}")
-        pair = (feats, self.raw_targets(utt))
+        ali = self.raw_targets(utt)
+        if ali is not None and len(ali) < len(feats):
+            feats = feats[:len(ali)]  # both trimmed to the shorter (Kaldi nnet1)
+        pair = (feats, ali)
         if self.cache_utts:
             self._cache[utt] = pair
             while len(self._cache) > self.cache_utts:
                 self._cache.popitem(last=False)
         return pair
+
+    @contextlib.contextmanager
+    def holding(self, num_utts: int):
+        """Keeps up to ``num_utts`` raw utterances read inside the block (a loader unit cutting
+        several chunks or pieces of each reads it once); the cache shrinks back after."""
+        before = self.cache_utts
+        self.cache_utts = max(before, int(num_utts))
+        try:
+            yield self
+        finally:
+            self.cache_utts = before
+            while len(self._cache) > before:
+                self._cache.popitem(last=False)
 
     def __getitem__(self, utt: str):
         return self.load(utt)

@@ -2,6 +2,10 @@
 
 Everything here is a function of the lengths, the config, the epoch and (rank, world size):
 resuming at epoch k gives the same batches, and every rank derives the same global plan.
+No utterance is refused for its length unless ``--max-seq-length`` says so (filter: left out
+and counted in the log; split: pieces); one longer than ``--max-frames`` gets a batch of its
+own. Utterances cut into several items (chunks, pieces) are batched in groups that read each
+of them once (``hybridasr.data.batching.groups``).
 """
 from __future__ import annotations
 
@@ -30,46 +34,83 @@ def split_evenly(utt: str, start: int, end: int, max_len: int) -> List[Item]:
     return [Item(utt, a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def chunk(item: Item, size: int, step: int) -> List[Item]:
+def chunk(item: Item, size: int, step: int, once: bool = False) -> List[Item]:
     """RETURNN chunking: windows of ``size`` every ``step`` frames until the end is covered
-    (the last one may be shorter)."""
+    (the last one may be shorter). ``once``: each chunk's ``counted`` frames are its share of
+    the item, the overlap of neighbouring chunks split at its middle, so that the loss counts
+    every frame once and where it has the most context."""
     out, s = [], item.start
     while True:
         out.append(Item(item.utt, s, min(s + size, item.end)))
         if s + size >= item.end:
-            return out
+            break
         s += step
+    if once and len(out) > 1:
+        cuts = [item.start] + [(b.start + a.end) // 2 for a, b in zip(out, out[1:])] + [item.end]
+        out = [c._replace(counted=(lo, hi)) for c, lo, hi in zip(out, cuts, cuts[1:])]
+    return out
+
+
+_logged: set = set()
+
+
+def _log_once(level: int, msg: str, *args) -> None:
+    """Logged once per process (plans are made every epoch, for every rank)."""
+    text = msg % args
+    if text not in _logged:
+        _logged.add(text)
+        log.log(level, "%s", text)
 
 
 def make_items(lengths: Mapping[str, int], config: DataConfig) -> List[Item]:
-    """Items in key order: long utterances filtered or split, then chunked if asked."""
+    """Items in key order (the items of an utterance together, in order): utterances longer
+    than an explicit ``--max-seq-length`` filtered out (counted in the log) or split, then
+    chunked if asked. Nothing is refused for its length otherwise: an item longer than
+    ``--max-frames`` gets a batch of its own."""
     items: List[Item] = []
-    dropped = 0
+    empty, filtered, split, longest = 0, 0, 0, 0
+    limit = config.max_seq_length
     for utt in sorted(lengths):
         n = int(lengths[utt])
         if n <= 0:
-            dropped += 1
+            empty += 1
             continue
-        if config.max_seq_length and n > config.max_seq_length:
+        if limit and n > limit:
+            longest = max(longest, n)
             if config.max_seq_length_mode == "filter":
-                dropped += 1
+                filtered += 1
                 continue
-            items.extend(split_evenly(utt, 0, n, config.max_seq_length))
+            split += 1
+            items.extend(split_evenly(utt, 0, n, limit))
         else:
             items.append(Item(utt, 0, n))
-    if dropped:
-        log.info("dropped %d of %d utterances (empty or longer than --max-seq-length=%d)",
-                 dropped, len(lengths), config.max_seq_length)
+    if empty:
+        _log_once(logging.WARNING, "%d of %d utterances have no frames: left out", empty,
+                  len(lengths))
+    if filtered:
+        _log_once(logging.WARNING, "%d of %d utterances are longer than --max-seq-length=%d "
+                  "frames (the longest %d) and are left out (--max-seq-length-mode=filter); "
+                  "--max-seq-length-mode=split trains on them in pieces, --max-seq-length=0 "
+                  "whole", filtered, len(lengths), limit, longest)
+    if split:
+        _log_once(logging.INFO, "%d of %d utterances are longer than --max-seq-length=%d "
+                  "frames (the longest %d): each is split into pieces of at most that length "
+                  "(--max-seq-length-mode=split)", split, len(lengths), limit, longest)
+    if not items:
+        raise ConfigError(f"no utterances left to batch: of {len(lengths)}, {empty} have no "
+                          f"frames and {filtered} are longer than --max-seq-length={limit} "
+                          f"(--max-seq-length-mode=filter; raise the limit, set it to 0, or "
+                          f"use --max-seq-length-mode=split)")
     cs = config.chunk_size_step()
     if cs:
-        items = [c for it in items for c in chunk(it, *cs)]
+        once = config.chunking_loss == "once"
+        items = [c for it in items for c in chunk(it, *cs, once=once)]
     if config.max_frames and config.seq_ordering != "frame_shuffle" and not config.tbptt:
-        too_long = [it for it in items if it.length > config.max_frames]
+        too_long = [it.length for it in items if it.length > config.max_frames]
         if too_long:
-            raise ConfigError(f"utterance {too_long[0].utt} has {too_long[0].length} frames, "
-                              f"more than --max-frames={config.max_frames} "
-                              f"({len(too_long)} such); set --max-seq-length (filter or split) "
-                              f"or --chunking")
+            _log_once(logging.INFO, "%d %s longer than --max-frames=%d (the longest %d) get a "
+                      "batch of their own", len(too_long), "chunks are" if cs else
+                      "utterances are", config.max_frames, max(too_long))
     return items
 
 
@@ -82,8 +123,21 @@ def plan_epoch(lengths: Mapping[str, int], config: DataConfig, epoch: int, rank:
     items = make_items(lengths, config)
     if not items:
         raise ConfigError("no utterances left to batch")
-    shares = make_strategy(config).plan(items, epoch_rng(config.seed, epoch), world_size)
-    return shares[rank]
+    strategy = make_strategy(config)
+    mine = list(strategy.plan(items, epoch_rng(config.seed, epoch), world_size)[rank])
+    passes = 1
+    want = config.min_batches_per_epoch
+    while want and 0 < sum(p.num_batches for p in mine) < want:
+        # a tiny training set: more passes over it, each in its own seeded order, until the
+        # epoch has enough updates (every rank gets as many batches per pass, so all stop
+        # after the same pass)
+        passes += 1
+        rng = np.random.default_rng([int(config.seed) & 0xFFFFFFFF, int(epoch), passes])
+        mine.extend(strategy.plan(items, rng, world_size)[rank])
+    if passes > 1 and rank == 0:
+        log.info("epoch %d: %d passes over the %d training sequences to reach "
+                 "--min-batches-per-epoch=%d", epoch, passes, len(items), want)
+    return mine
 
 
 def plan_stats(plans: list) -> Dict[str, float]:

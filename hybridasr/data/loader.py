@@ -1,12 +1,16 @@
 """Batches for one epoch, loaded in background DataLoader worker processes.
 
 ``make_batch_iterator`` plans the epoch (a function of seed, epoch, rank and world size; see
-``hybridasr.data.epoch``) and returns an iterable whose units (one batch, or one frame-shuffle
-buffer giving several) are loaded by ``config.num_workers`` processes (0 = in this process),
-at most ``config.prefetch`` units per worker ahead: memory stays bounded.
+``hybridasr.data.epoch``) and returns an iterable whose units (one batch; a group of batches
+cut from the same utterances, ``BatchPlan.joins_previous``; or one frame-shuffle buffer
+giving several) are loaded by ``config.num_workers`` processes (0 = in this process), at most
+``config.prefetch`` units per worker ahead: memory stays bounded. A unit reads each of its
+utterances once (the dataset keeps them while their chunks or pieces are cut), and the
+batches are the same whatever the number of workers.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Dict, Iterator, List
 
 import numpy as np
@@ -14,9 +18,10 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from hybridasr.data.batch import Batch, collate
-from hybridasr.data.batching import FrameBufferPlan
+from hybridasr.data.batching import BatchPlan, FrameBufferPlan
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
+from hybridasr.data.transform import IGNORE_INDEX
 
 
 class LoadedFrameBuffer:
@@ -47,15 +52,55 @@ class LoadedFrameBuffer:
         return out
 
 
-def load_plan(dataset, plan, dim: int):
-    """One plan unit loaded: a list with one Batch, or a ``LoadedFrameBuffer``."""
-    if isinstance(plan, FrameBufferPlan):
-        return LoadedFrameBuffer(plan, dim, [dataset.load(it.utt, it.start, it.end)
-                                             for it in plan.items])
-    rows = [None if it is None else dataset.load(it.utt, it.start, it.end) for it in plan.items]
+def plan_units(plans: list) -> list:
+    """What one worker loads at a time: a ``FrameBufferPlan``, or a list of ``BatchPlan``
+    (one, or a group whose later batches have ``joins_previous``)."""
+    units: list = []
+    for p in plans:
+        if isinstance(p, BatchPlan) and p.joins_previous and units and \
+                isinstance(units[-1], list):
+            units[-1].append(p)
+        else:
+            units.append([p] if isinstance(p, BatchPlan) else p)
+    return units
+
+
+def _holding(dataset, items):
+    """Keeps the raw utterances of ``items`` while they are cut when one gives several."""
+    utts = {it.utt for it in items if it is not None}
+    if len(utts) < sum(1 for it in items if it is not None) and hasattr(dataset, "holding"):
+        return dataset.holding(len(utts))
+    return contextlib.nullcontext()
+
+
+def load_item(dataset, it):
+    """(feats, targets) of one item; targets outside its ``counted`` frames are ignored."""
+    x, y = dataset.load(it.utt, it.start, it.end)
+    if it.counted is not None and y is not None:
+        lo, hi = it.counted
+        y = y.copy()  # may be a view of the dataset's cached targets
+        y[:max(0, lo - it.start)] = IGNORE_INDEX
+        y[max(0, hi - it.start):] = IGNORE_INDEX
+    return x, y
+
+
+def load_batch(dataset, plan: BatchPlan, dim: int) -> Batch:
+    rows = [None if it is None else load_item(dataset, it) for it in plan.items]
     keys = ["" if it is None else it.utt for it in plan.items]
     spans = [(0, 0) if it is None else (it.start, it.end) for it in plan.items]
-    return [collate(rows, keys, spans, dim, plan.reset, plan.carry_state)]
+    return collate(rows, keys, spans, dim, plan.reset, plan.carry_state)
+
+
+def load_plan(dataset, plan, dim: int):
+    """One plan unit loaded: a list of Batches, or a ``LoadedFrameBuffer``."""
+    if isinstance(plan, FrameBufferPlan):
+        with _holding(dataset, plan.items):
+            return LoadedFrameBuffer(plan, dim, [dataset.load(it.utt, it.start, it.end)
+                                                 for it in plan.items])
+    if isinstance(plan, BatchPlan):
+        plan = [plan]
+    with _holding(dataset, [it for b in plan for it in b.items]):
+        return [load_batch(dataset, b, dim) for b in plan]
 
 
 class _PlanUnits(Dataset):
@@ -102,7 +147,7 @@ class BatchIterator:
         return s
 
     def __iter__(self) -> Iterator[Batch]:
-        units = _PlanUnits(self.dataset, self.plans, self.dim)
+        units = _PlanUnits(self.dataset, plan_units(self.plans), self.dim)
         workers = self.config.num_workers
         kwargs = dict(batch_size=None, shuffle=False, collate_fn=_identity,
                       num_workers=workers, pin_memory=self.pin_memory)

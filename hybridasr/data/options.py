@@ -50,22 +50,40 @@ def add_data_options(parser) -> None:
                    help="bucketing/optimal_buckets: batches in random order, or buckets "
                         "short to long")
     b.add_argument("--chunking", default=_D.chunking,
-                   help="size:step: train on sub-utterances of size frames every step frames")
+                   help="size:step: train on sub-utterances of size frames every step frames "
+                        "(each utterance is read once per epoch; see --randomizer-size)")
+    b.add_argument("--chunking-loss", default=_D.chunking_loss, choices=["all", "once"],
+                   help="what the loss counts where chunks overlap: all: every chunk's every "
+                        "frame (RETURNN), so overlapped frames count twice; once: each frame "
+                        "once, in the chunk where it is nearer the middle")
     b.add_argument("--tbptt", default=_D.tbptt,
                    help="streams:window: truncated BPTT, state carried between windows")
     b.add_argument("--max-frames", type=int, default=_D.max_frames,
-                   help="padded frames per batch (sequences x longest); for frame_shuffle "
-                        "the minibatch size; 0 = no limit")
+                   help="padded frames per batch (sequences x longest); an utterance (or "
+                        "chunk) longer than this gets a batch of its own, nothing is refused "
+                        "for its length; for frame_shuffle the minibatch size; 0 = no limit")
     b.add_argument("--max-seqs", type=int, default=_D.max_seqs,
                    help="sequences per batch; 0 = no limit")
     b.add_argument("--max-seq-length", type=int, default=_D.max_seq_length,
-                   help="longer utterances are filtered out or split; 0 = no limit")
+                   help="utterances longer than this (frames) are left out or split, see "
+                        "--max-seq-length-mode; 0 = no limit (the default: every utterance "
+                        "is trained on)")
     b.add_argument("--max-seq-length-mode", default=_D.max_seq_length_mode,
-                   choices=["filter", "split"], help="what happens to longer utterances")
+                   choices=["filter", "split"],
+                   help="what happens to utterances over --max-seq-length: filter: left out "
+                        "(the log counts them); split: cut into pieces of near-equal length, "
+                        "each utterance read once")
     b.add_argument("--randomizer-size", type=int, default=_D.randomizer_size,
-                   help="frame_shuffle: frames per randomizer buffer")
+                   help="frame_shuffle: frames per randomizer buffer; --chunking (and split "
+                        "utterances): chunk frames per group of utterances that one loader "
+                        "worker reads once each and whose chunks are batched together")
+    b.add_argument("--min-batches-per-epoch", type=int, default=_D.min_batches_per_epoch,
+                   help="a training set too small for this many batches (updates) is gone "
+                        "through several times per epoch, each pass in its own order "
+                        "(0: one pass)")
     b.add_argument("--seed", type=int, default=_D.seed,
-                   help="random seed; batch order depends on (seed, epoch) only")
+                   help="random seed of training: the model initialisation, and each "
+                        "epoch's batch order and dropout, which depend on (seed, epoch) only")
     b.add_argument("--num-workers", type=int, default=_D.num_workers,
                    help="loader worker processes (0 = load in the training process)")
     b.add_argument("--prefetch", type=int, default=_D.prefetch,

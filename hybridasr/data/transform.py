@@ -4,9 +4,14 @@ Per utterance, in this order: per-speaker CMVN from ``cmvn.scp`` (Kaldi ``apply-
 semantics: ``norm_means``, ``norm_vars``), deltas (``add-deltas``), global mean/variance
 normalisation (statistics over the training set, ``fit``), splicing (``splice=5`` gives 11
 frames, nnet1's ``--splice``), frame stacking (frame t with the ``stack_frames - 1`` after it)
-and subsampling (every ``subsample``-th frame). Targets are subsampled alike and delayed by
-``label_delay`` frames (output t is trained on the label of frame t - delay; the first frames
-get -100, the ignore index). ``to_dict()`` is what a model stores; ``from_dict`` rebuilds it.
+and subsampling (every ``subsample``-th frame). Targets are subsampled alike.
+
+``label_delay`` (for unidirectional LSTMs) is the one label delay: output t is trained on the
+label of output frame t - delay. The input gets ``label_delay * subsample`` copies of its last
+frame (as Kaldi nnet1's ``nnet-forward --time-shift`` does), so there are ``label_delay`` more
+outputs than labels: the first ones get -100, the ignore index (out of the loss, never a
+made-up label), and every label is trained. Decoding gives the same input, then
+``undo_label_delay`` drops the first outputs: one output per frame, row t for frame t. ``to_dict()`` is what a model stores (the delay with it); ``from_dict`` rebuilds it.
 
 Windows of an utterance (``start``/``end`` in output frames, for chunks and TBPTT) are computed
 from the frames they need plus context, and equal the same rows of the whole-utterance output.
@@ -88,7 +93,11 @@ class FeatureTransform:
         return input_dim * (self.delta_order + 1) * (2 * self.splice + 1) * self.stack_frames
 
     def output_length(self, num_frames: int) -> int:
-        return math.ceil(num_frames / self.subsample)
+        """Output frames of an utterance of ``num_frames`` frames (``label_delay`` of them past
+        its end)."""
+        if num_frames <= 0:
+            return 0
+        return math.ceil(num_frames / self.subsample) + self.label_delay
 
     @property
     def context(self) -> int:
@@ -111,6 +120,7 @@ class FeatureTransform:
         if feats.ndim != 2:
             raise FormatError(f"expected a frames x dim matrix, got shape {feats.shape}")
         T = feats.shape[0]
+        padded = T + self.label_delay * self.subsample if T else 0  # copies of the last frame
         n_out = self.output_length(T)
         end = n_out if end is None else min(end, n_out)
         if not 0 <= start <= end:
@@ -119,8 +129,9 @@ class FeatureTransform:
             return np.zeros((0, self.output_dim(feats.shape[1])), np.float32)
         sub = self.subsample
         lo = max(0, start * sub - self.context)
-        hi = min(T, (end - 1) * sub + 1 + self.context)
-        x = self._pre_norm(feats[lo:hi], cmvn_stats)
+        hi = min(padded, (end - 1) * sub + 1 + self.context)
+        window = feats[lo:hi] if hi <= T else feats[np.minimum(np.arange(lo, hi), T - 1)]
+        x = self._pre_norm(window, cmvn_stats)
         if self.global_norm:
             if self.global_mean is None:
                 raise ConfigError("global normalisation has no statistics: call fit() first")
@@ -139,18 +150,14 @@ class FeatureTransform:
         return np.ascontiguousarray(x[rows], dtype=np.float32)
 
     def targets(self, ali: np.ndarray, start: int = 0, end: Optional[int] = None) -> np.ndarray:
-        """Frame labels subsampled and delayed like the features, int64, -100 = ignore."""
+        """Frame labels of output frames [start, end): subsampled like the features and, with a
+        label delay, after ``label_delay`` ignore labels (-100), int64."""
         y = np.asarray(ali, dtype=np.int64)[::self.subsample]
-        if self.label_delay:
-            d = self.label_delay
-            y = np.concatenate([np.full(min(d, len(y)), IGNORE_INDEX, np.int64), y[:len(y) - d]])
+        if self.label_delay and len(y):
+            y = np.concatenate([np.full(self.label_delay, IGNORE_INDEX, np.int64), y])
         return y[start:end]
 
     def undo_label_delay(self, outputs: np.ndarray) -> np.ndarray:
-        """Decode time: row t of the result is the network's output for frame t (the output
-        ``label_delay`` frames later; the last rows repeat the final output)."""
-        d = self.label_delay
-        if not d or len(outputs) == 0:
-            return outputs
-        idx = np.minimum(np.arange(len(outputs)) + d, len(outputs) - 1)
-        return outputs[idx]
+        """Decode time: the network's outputs for an utterance without the first
+        ``label_delay`` (those trained on no label): row t is then frame t's output."""
+        return outputs[self.label_delay:]

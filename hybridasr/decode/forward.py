@@ -4,11 +4,14 @@ Features go through the model's own feature transform (stored with the model), e
 training. A recurrent model sees each utterance whole, or, when ``chunk_size`` is set (to
 bound memory), in chunks of ``chunk_size`` output frames with ``chunk_overlap`` extra frames
 of context on each side whose outputs are dropped. The result has one row per *input* frame,
-as the decoding graph expects: the label delay is undone and subsampled outputs are repeated.
+as the decoding graph expects: the label delay is undone (the transform gives the input its
+time shift, copies of the last frame, as in training; the first ``label_delay`` outputs are
+dropped, as Kaldi's ``nnet-forward --time-shift`` does) and subsampled outputs are repeated.
 """
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Tuple
@@ -37,17 +40,25 @@ class ChunkOptions:
             yield max(0, start - self.chunk_overlap), min(n, end + self.chunk_overlap), start, end
 
 
-def device_for(use_gpu: str) -> torch.device:
-    """Kaldi's ``--use-gpu`` values: no, yes (fail without a GPU), optional / wait."""
-    if use_gpu not in ("no", "yes", "optional", "wait"):
-        raise ConfigError(f"--use-gpu must be no|yes|optional|wait, got {use_gpu!r}")
-    if use_gpu == "no":
-        return torch.device("cpu")
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if use_gpu == "yes":
-        raise ConfigError("--use-gpu=yes but no CUDA device is available")
-    return torch.device("cpu")
+DEVICES = ("cpu", "cuda", "auto")
+# Kaldi's --use-gpu values (the old spelling of --device)
+_USE_GPU = {"no": "cpu", "yes": "cuda", "optional": "auto", "wait": "auto"}
+
+
+def device_for(device: str) -> torch.device:
+    """``--device`` as train.py has it: cpu, cuda (fails without a GPU) or auto (cuda when
+    there is one)."""
+    from hybridasr.train.distributed import resolve_device
+
+    if device not in DEVICES:
+        raise ConfigError(f"--device must be {'|'.join(DEVICES)}, got {device!r}")
+    return resolve_device(device)
+
+
+def _device_of_use_gpu(value: str) -> str:
+    if value not in _USE_GPU:
+        raise ConfigError(f"--use-gpu must be no|yes|optional|wait, got {value!r}")
+    return _USE_GPU[value]
 
 
 @torch.inference_mode()
@@ -114,32 +125,70 @@ def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
 
 
 def add_forward_options(parser) -> None:
-    """The options every tool that forwards a model shares."""
-    parser.add_argument("--use-gpu", default="no", help="no|yes|optional")
-    parser.add_argument("--chunk-size", type=int, default=0,
-                        help="forward utterances in chunks of this many frames (0: whole)")
-    parser.add_argument("--chunk-overlap", type=int, default=0,
-                        help="context frames on each side of a chunk (their outputs dropped)")
+    """The options every tool that forwards a model shares, spelled as train.py spells them
+    (the old ``--use-gpu``, ``--chunk-size``, ``--chunk-overlap`` still work, with a
+    warning)."""
+    from hybridasr.cli import add_renamed_option
+
+    parser.add_argument("--device", default="cpu",
+                        help="cpu | cuda | auto (cuda when there is a GPU), as train.py's")
+    parser.add_argument("--chunking", default="",
+                        help="size:step, as train.py's: forward windows of size frames every "
+                             "step frames; each keeps its middle step outputs, the "
+                             "(size-step)/2 frames either side are context (empty: whole "
+                             "utterances)")
+    add_renamed_option(parser, "--use-gpu", "--device", convert=_device_of_use_gpu)
+    note = "--chunk-size=N --chunk-overlap=M is --chunking=N+2M:N"
+    add_renamed_option(parser, "--chunk-size", "--chunking", dest="chunk_size", type=int,
+                       note=note)
+    add_renamed_option(parser, "--chunk-overlap", "--chunking", dest="chunk_overlap",
+                       type=int, note=note)
 
 
 def chunk_options(args) -> ChunkOptions:
-    if args.chunk_size < 0 or args.chunk_overlap < 0:
-        raise ConfigError("--chunk-size and --chunk-overlap must be >= 0")
-    return ChunkOptions(args.chunk_size, args.chunk_overlap)
+    """``--chunking=size:step`` (or the old ``--chunk-size``/``--chunk-overlap``) as
+    ``ChunkOptions``: ``step`` frames kept per window, ``(size - step) / 2`` of context."""
+    chunking = getattr(args, "chunking", "") or ""
+    old = [k for k in ("chunk_size", "chunk_overlap") if hasattr(args, k)]
+    if old:
+        if chunking:
+            raise ConfigError(f"--chunking={chunking} and its old spelling --"
+                              f"{old[0].replace('_', '-')} were both given")
+        size, overlap = getattr(args, "chunk_size", 0), getattr(args, "chunk_overlap", 0)
+        if size < 0 or overlap < 0:
+            raise ConfigError("--chunk-size and --chunk-overlap must be >= 0")
+        return ChunkOptions(size, overlap)
+    if not chunking:
+        return ChunkOptions()
+    try:
+        size, step = (int(x) for x in chunking.split(":"))
+    except ValueError:
+        raise ConfigError(f"--chunking={chunking}: expected size:step (two integers)") \
+            from None
+    if not 1 <= step <= size or (size - step) % 2:
+        raise ConfigError(f"--chunking={chunking}: needs 1 <= step <= size and an even "
+                          f"size - step (the context is split equally between both sides)")
+    return ChunkOptions(step, (size - step) // 2)
 
 
 def load_model_and_data(model_path: str, data_dir: str, device: torch.device,
                         targets_scp: Optional[str] = None):
     """(model, meta, dataset): a saved model and a data dir read through the model's own
-    feature transform (per-speaker CMVN when the transform normalises means)."""
+    feature transform (per-speaker CMVN when the transform normalises means); with targets,
+    the import's ``target_lengths`` beside ``targets_scp`` where there is one."""
     from hybridasr.data.dataset import UtteranceDataset
     from hybridasr.data.transform import FeatureTransform
     from hybridasr.models import load_model
 
     model, meta = load_model(model_path, device)
     transform = FeatureTransform.from_dict(meta["transform"])
+    lengths = None
+    if targets_scp:
+        lengths = os.path.join(os.path.dirname(targets_scp), "target_lengths")
+        lengths = lengths if os.path.exists(lengths) else None
     dataset = UtteranceDataset.from_data_dir(data_dir, targets_scp=targets_scp,
-                                             transform=transform, use_cmvn=transform.norm_means)
+                                             transform=transform, use_cmvn=transform.norm_means,
+                                             target_lengths=lengths)
     if len(dataset) and "input_dim" in meta:
         dim = transform.output_dim(dataset.feature_dim())
         if dim != int(meta["input_dim"]):

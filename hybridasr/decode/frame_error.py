@@ -1,6 +1,10 @@
 """Frame error rate of a model against frame targets (pdf-ids of an alignment): a quick check
-of a network without a decoding graph. Frames whose target is the ignore index (label delay)
-are not counted; the network's argmax over its outputs is the frame's decision."""
+of a network without a decoding graph; the network's argmax over its outputs is the frame's
+decision. Two views: as in training (output frames against the transform's subsampled and
+delayed targets; frames whose target is the ignore index, the first ``label_delay`` ones, are
+not counted), or ``at_input_rate``, what the decoder sees (the label delay undone and the
+outputs brought to one row per input frame, as ``forward_dataset`` does, against the undelayed
+alignment: every frame counted)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +13,7 @@ import numpy as np
 import torch
 
 from hybridasr.data.transform import IGNORE_INDEX
-from hybridasr.decode.forward import ChunkOptions, model_logits
+from hybridasr.decode.forward import ChunkOptions, model_logits, to_input_rate
 from hybridasr.errors import FormatError
 
 
@@ -35,7 +39,8 @@ class FrameErrors:
 
 
 def frame_errors(model: torch.nn.Module, dataset, device: torch.device,
-                 chunks: ChunkOptions = ChunkOptions()) -> FrameErrors:
+                 chunks: ChunkOptions = ChunkOptions(),
+                 at_input_rate: bool = False) -> FrameErrors:
     """``dataset``: a ``UtteranceDataset`` with targets and the model's transform."""
     out = FrameErrors()
     model.eval()
@@ -49,5 +54,8 @@ def frame_errors(model: torch.nn.Module, dataset, device: torch.device,
             raise FormatError(f"utterance {utt}: target pdf {int(y.max())} but the model has "
                               f"{logits.shape[1]} outputs (targets from another alignment "
                               f"model?)")
+        if at_input_rate:
+            y = np.asarray(dataset.raw_targets(utt), np.int64)  # undelayed, every input frame
+            logits = to_input_rate(logits, dataset.transform, len(y))
         out.add(logits, y)
     return out

@@ -253,10 +253,12 @@ def iter_audio(wav_scp: str, segments: Optional[str] = None, channel: int = -1,
             yield UtteranceError(utt, f"segment shorter than {min_segment_length}s")
             continue
         ch = channel if seg_channel is None else seg_channel
-        if seg_channel is None and samples.shape[1] > 1 and channel < 0:
-            yield UtteranceError(utt, f"recording {rec} has {samples.shape[1]} channels: give "
-                                      f"the channel in the segments file or --channel")
-            continue
+        if seg_channel is None and samples.shape[1] > 1 and channel < 0 and warn:
+            # Kaldi's extract-segments stops here; we read channel 0 as compute-mfcc-feats
+            # --channel=-1 does with a multi-channel wav.scp entry, and say so
+            warn(f"{utt}: recording {rec} has {samples.shape[1]} channels and the segments "
+                 f"file gives none: using channel 0 (give the channel as a 5th column or "
+                 f"--channel)")
         x = _pick_channel(samples, ch)
         if isinstance(x, str):
             yield UtteranceError(utt, f"recording {rec} {x}")

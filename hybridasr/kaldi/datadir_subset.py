@@ -1,4 +1,4 @@
-"""``utils/subset_data_dir.sh``, ``utils/copy_data_dir.sh``, ``utils/subset_data_dir_tr_cv.sh``.
+"""``utils/subset_data_dir.sh``, ``utils/copy_data_dir.sh`` (the tr/cv split: ``datadir_tr_cv``).
 
 Which utterances a subset keeps, as Kaldi chooses them:
 
@@ -150,34 +150,3 @@ def copy_data_dir(src: str, dst: str, utt_prefix: str = "", utt_suffix: str = ""
     subset_files(src, dst, pairs, map_utt=_renamer(utt_prefix, utt_suffix),
                  map_spk=_renamer(spk_prefix, spk_suffix))
     return len(pairs)
-
-
-def split_tr_cv(src: str, tr: str, cv: str, cv_spk_percent: float = 10.0,
-                cv_utt_percent: Optional[float] = None, seed: int = 777) -> Tuple[int, int]:
-    """Kaldi nnet1's held-out split: ``cv_spk_percent`` % of the speakers, chosen at random
-    (seeded), go to ``cv``, the rest to ``tr``. With ``cv_utt_percent`` the split is by
-    utterance instead (for corpora with few speakers). Returns (#tr, #cv) utterances."""
-    pairs = [(e.key, e.value) for e in read_utt2spk(src).entries]
-    rng = random.Random(seed)
-    if cv_utt_percent is not None:
-        utts = [u for u, _ in pairs]
-        rng.shuffle(utts)
-        n_cv = int(cv_utt_percent * len(utts) / 100)
-        cv_keys = set(utts[:n_cv])
-        cv_pairs = [p for p in pairs if p[0] in cv_keys]
-        what = f"{cv_utt_percent}% of {len(utts)} utterances"
-    else:
-        speakers = list(utt2spk_to_spk2utt(pairs))
-        rng.shuffle(speakers)
-        n_cv = int(cv_spk_percent * len(speakers) / 100)
-        cv_keys = set(speakers[:n_cv])
-        cv_pairs = [p for p in pairs if p[1] in cv_keys]
-        what = f"{cv_spk_percent}% of {len(speakers)} speakers"
-    cv_set = set(cv_pairs)
-    tr_pairs = [p for p in pairs if p not in cv_set]
-    if not cv_pairs or not tr_pairs:
-        raise FormatError(f"{src}: {what} leaves an empty {'cv' if not cv_pairs else 'train'} "
-                          f"set; change --cv-spk-percent (or use --cv-utt-percent)")
-    subset_files(src, tr, tr_pairs)
-    subset_files(src, cv, cv_pairs)
-    return len(tr_pairs), len(cv_pairs)

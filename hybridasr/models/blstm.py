@@ -65,6 +65,9 @@ class BlstmLayer(nn.Module):
 class Blstm(nn.Module):
     """Stacked BLSTM layers, dropout between layers, a Linear to ``num_outputs`` logits."""
 
+    recurrent = True  # uses the context of the sequence
+    carries_state = False  # the backward direction needs the whole sequence: no TBPTT
+
     def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
                  proj_size: int = 0, dropout: float = 0.0):
         super().__init__()

@@ -85,6 +85,24 @@ def normalize_config(config: dict) -> dict:
     return cfg
 
 
+def model_class(name: str) -> type:
+    """The class of ``--model=name``, for its capabilities (``recurrent``, ``carries_state``)
+    without building it."""
+    if name == "blstm":
+        from hybridasr.models.blstm import Blstm
+
+        return Blstm
+    if name == "lstm":
+        from hybridasr.models.lstm import Lstm
+
+        return Lstm
+    if name == "mlp":
+        from hybridasr.models.mlp import Mlp
+
+        return Mlp
+    raise ConfigError(f"--model={name}: expected one of {', '.join(MODELS)}")
+
+
 def build_model(config: dict, input_dim: int, num_outputs: int) -> torch.nn.Module:
     """A fresh (randomly initialised, torch's default init) model of ``config``."""
     cfg = normalize_config(config)

@@ -31,6 +31,9 @@ def reset_state(state: Optional[State], reset_mask: Optional[torch.Tensor]) -> O
 
 
 class Lstm(nn.Module):
+    recurrent = True  # uses the context of the sequence
+    carries_state = True  # its state goes from one window to the next (truncated BPTT)
+
     def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
                  proj_size: int = 0, dropout: float = 0.0):
         super().__init__()

@@ -12,6 +12,9 @@ ACTIVATIONS = {"sigmoid": nn.Sigmoid, "relu": nn.ReLU}
 
 
 class Mlp(nn.Module):
+    recurrent = False  # frame by frame: context only from --splice
+    carries_state = False
+
     def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
                  activation: str = "sigmoid", dropout: float = 0.0):
         super().__init__()

@@ -40,7 +40,9 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
     def need(rel: str, what: str) -> Optional[str]:
         p = os.path.join(kaldi_dir, rel)
         if not os.path.exists(p):
-            problems.append(f"missing {what}: {p}")
+            link = f" is a symbolic link to {os.readlink(p)!r}, which does not exist" \
+                if os.path.islink(p) else ""
+            problems.append(f"missing {what}: {p}{link}")
             return None
         return p
 
@@ -74,7 +76,10 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
         with open(graph_pdfs) as f:
             facts["num_pdfs_graph"] = int(f.read().split()[0])
     elif os.path.exists(graph_mdl):
-        facts["num_pdfs_graph"] = _num_pdfs_of_model(graph_mdl)
+        try:
+            facts["num_pdfs_graph"] = _num_pdfs_of_model(graph_mdl)
+        except HybridAsrError as e:
+            problems.append(str(e))
     if "num_pdfs_ali" in facts and "num_pdfs_graph" in facts and \
             facts["num_pdfs_ali"] != facts["num_pdfs_graph"]:
         problems.append(f"the alignment model {mdl} has {facts['num_pdfs_ali']} pdfs but the "

@@ -1,21 +1,28 @@
 """Training state on disk, so that ``train.sh`` run again resumes where it stopped.
 
 ``<dir>/nnet/epoch<N>.nnet`` (a model, ``hybridasr.models.save_model``), ``epoch<N>.opt``
-(the optimizer's state dict) and, for a model newbob did not accept, ``epoch<N>.nnet_rejected``.
-``<dir>/train_state.json`` (written atomically after an epoch's files) names the last finished
-epoch, the best model and the schedule's state; a run killed mid-epoch restarts that epoch from
-the best model, with the same batches and random state, and loses nothing else.
+(the optimizer's state dict), under ``--parallel=average`` with a decay ``epoch<N>.avg`` (the
+parameter averager's previous average V(t-1), ``ParameterAverager.state_dict``) and, for a
+model newbob did not accept, ``epoch<N>.nnet_rejected``. ``<dir>/train_state.json`` names the
+last finished epoch, the best model and the schedule's state; a run killed mid-epoch restarts
+that epoch from the best model, with the same batches and random state, and loses nothing else.
+
+Every file is written atomically and durably (``hybridasr.utils.atomic``: the file and its
+directory are fsynced before the ``with`` block returns), and an epoch's files are all written
+before ``train_state.json`` names that epoch: after a crash or a power loss the state never
+names a torn or missing file.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Optional
 
 import torch
 
-from hybridasr.errors import FormatError
-from hybridasr.utils.atomic import atomic_open, atomic_path
+from hybridasr.errors import FormatError, HybridAsrError
+from hybridasr.utils.atomic import atomic_open, atomic_path, fsync_dir
 
 STATE_FILE = "train_state.json"
 
@@ -26,6 +33,30 @@ def model_path(exp_dir: str, epoch: int, rejected: bool = False) -> str:
 
 def optimizer_path(exp_dir: str, epoch: int) -> str:
     return os.path.join(exp_dir, "nnet", f"epoch{epoch}.opt")
+
+
+def average_path(exp_dir: str, epoch: int) -> str:
+    return os.path.join(exp_dir, "nnet", f"epoch{epoch}.avg")
+
+
+def save_average(path: str, state: Optional[dict]) -> None:
+    """``ParameterAverager.state_dict()`` (None or no previous average: nothing is written)."""
+    if not state or state.get("previous") is None:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def load_average(path: str, device) -> Optional[dict]:
+    """The averager state saved with an accepted epoch, or None when there is none (the
+    initial model, or a training without a decay)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any unreadable file is a format error
+        raise FormatError(f"{path}: not a readable parameter average ({e})") from None
 
 
 def save_optimizer(path: str, optimizer: torch.optim.Optimizer) -> None:
@@ -68,4 +99,41 @@ def link_final(exp_dir: str, best: str) -> str:
         os.unlink(tmp)
     os.symlink(rel, tmp)
     os.replace(tmp, final)
+    fsync_dir(exp_dir)
     return final
+
+
+class NoImprovementError(HybridAsrError):
+    """Every trained epoch was rejected: the best model is still the initial one."""
+
+
+def check_improved(exp_dir: str, state: dict, remove_final: bool = True) -> None:
+    """Raises ``NoImprovementError`` when training has finished and no epoch improved on the
+    initial model (Kaldi's train_scheduler.sh: "Error training was not improving the initial
+    network"), naming the rejected epochs and their learning rates; a ``final.nnet`` left in
+    ``exp_dir`` is removed (``remove_final``) so that nothing downstream takes the untrained
+    model for a trained one. Schedules that keep every epoch (RETURNN's) only get here when
+    every epoch diverged."""
+    trained = [h for h in state["history"] if h.get("epoch", 0) > 0]
+    if not state.get("done") or state.get("best_epoch", 0) != 0 or not trained:
+        return
+    if remove_final:
+        final = os.path.join(exp_dir, "final.nnet")
+        if os.path.lexists(final):
+            os.unlink(final)
+            fsync_dir(exp_dir)
+    init = state["history"][0]
+    epochs = ", ".join(f"{h['epoch']} (learning rate {h['lr']:g}, " + (
+        f"cv loss {h['cv_loss']:.4f})" if _finite(h.get("cv_loss")) else "loss NaN/inf)")
+        for h in trained)
+    lr = trained[0]["lr"]
+    raise NoImprovementError(
+        f"{exp_dir}: training did not improve on the initial model ({init.get('model')}"
+        + (f", cv loss {init['cv_loss']:.4f}" if _finite(init.get("cv_loss")) else "")
+        + f"): every epoch was rejected: epoch{'s' if len(trained) > 1 else ''} {epochs}; "
+        f"no final.nnet was made. The learning rate {lr:g} is probably too large: try a "
+        f"smaller --learning-rate (e.g. {lr / 10:g}) in a new exp dir")
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)

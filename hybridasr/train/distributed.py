@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
-from hybridasr.errors import ConfigError
+from hybridasr.errors import ConfigError, FormatError
 
 log = logging.getLogger(__name__)
 
@@ -91,41 +91,94 @@ def broadcast_parameters(model: torch.nn.Module, info: DistInfo) -> None:
 
 
 class ParameterAverager:
-    """``--parallel=average``: every ``sync_every`` batches the ranks' parameters are replaced
-    by their mean, minus ``decay`` times the previous average (Khomenko et al.)."""
+    """``--parallel=average`` (Khomenko et al., 2016): at every sync point t (every
+    ``sync_every`` batches, and at the end of the epoch; only there with ``sync_every`` 0) the
+    parameters v_i(t) of every rank i are replaced by
+
+        V(t) = mean_i v_i(t) - decay * V(t-1)
+
+    t counts sync points over the whole training, across epochs: V(t-1) is the previous sync's
+    result, in the same epoch or, at the first sync of an epoch, the last sync of the epoch
+    whose model the epoch starts from. An averager lives for one epoch; it starts from
+    ``previous``, the ``state_dict()`` of the averager that made that model, which the trainer
+    saves beside it (``checkpoint.save_average``, ``epoch<N>.avg``) and reads back with the
+    model, so a resumed training applies the same updates as an uninterrupted one. The first
+    sync of a training has no V(t-1) (the initial model was never averaged): it is the plain
+    mean.
+
+    After an epoch that newbob rejects, the next epoch restarts from the best model and its
+    optimizer state, and V(t-1) is the one saved with that model (the last sync of the best
+    epoch), not the rejected epoch's last sync: everything the rejected epoch did, its syncs
+    included, is discarded, and its retry (with a smaller learning rate) is the same step t of
+    the training as the rejected epoch was. V(t-1) and the parameters it is subtracted from
+    then belong to the same trajectory.
+
+    Without a decay nothing is kept (V(t-1) is not needed)."""
 
     def __init__(self, model: torch.nn.Module, info: DistInfo, sync_every: int,
-                 decay: float = 0.0):
+                 decay: float = 0.0, previous: Optional[dict] = None):
         self.model, self.info, self.sync_every, self.decay = model, info, sync_every, decay
-        self.previous: Optional[list] = None
-        self.steps = 0
+        self.previous: Optional[torch.Tensor] = None  # V(t-1), flat float32 on the device
+        self.syncs = 0      # sync points so far in the training (this epoch's included)
+        self.steps = 0      # batches this epoch
+        self.since_sync = 0  # batches since the last sync point
+        if previous is not None:
+            self.load_state_dict(previous)
+
+    def state_dict(self) -> dict:
+        """What the next epoch's averager starts from (``previous``)."""
+        return {"previous": None if self.previous is None else self.previous.detach().cpu(),
+                "syncs": self.syncs, "decay": float(self.decay)}
+
+    def load_state_dict(self, state: dict) -> None:
+        prev = state.get("previous")
+        self.syncs = int(state.get("syncs", 0))
+        if prev is None or not self.decay:
+            self.previous = None
+            return
+        n = sum(p.numel() for p in self.model.parameters())
+        if prev.numel() != n:
+            raise FormatError(f"the saved parameter average has {prev.numel()} values, the "
+                              f"model {n} parameters")
+        self.previous = prev.to(self.info.device, torch.float32).reshape(-1).clone()
 
     def step(self, diverged: bool) -> bool:
         """After each batch; returns True when some rank diverged (known at a sync point)."""
         self.steps += 1
+        self.since_sync += 1
         if self.sync_every and self.steps % self.sync_every == 0:
             return self.average(diverged)
         return False
 
+    def finish(self, diverged: bool) -> bool:
+        """The end of the epoch's sync point (every rank leaves with the same parameters);
+        none when the last batch was one already (the ranks are equal, and averaging them
+        again would apply the decay twice to the same parameters)."""
+        if self.since_sync == 0:
+            return False
+        return self.average(diverged)
+
     @torch.no_grad()
     def average(self, diverged: bool) -> bool:
-        """Averages now; returns whether any rank reported divergence."""
+        """A sync point now; returns whether any rank reported divergence (then nothing is
+        averaged)."""
         flag = torch.tensor([1.0 if diverged else 0.0], device=self.info.device)
         all_reduce_sum(flag, self.info)
         if flag.item() > 0:
             return True
         params = [p for p in self.model.parameters()]
-        if self.info.active:
-            flat = torch.cat([p.detach().reshape(-1).float() for p in params])
-            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-            flat /= self.info.world_size
-            if self.decay and self.previous is not None:
+        flat = torch.cat([p.detach().reshape(-1).float() for p in params])
+        all_reduce_sum(flat, self.info)
+        flat /= self.info.world_size
+        if self.decay:
+            if self.previous is not None:
                 flat -= self.decay * self.previous
-            if self.decay:
-                self.previous = flat.clone()
-            offset = 0
-            for p in params:
-                n = p.numel()
-                p.copy_(flat[offset:offset + n].view_as(p).to(p.dtype))
-                offset += n
+            self.previous = flat.clone()
+        offset = 0
+        for p in params:
+            n = p.numel()
+            p.copy_(flat[offset:offset + n].view_as(p).to(p.dtype))
+            offset += n
+        self.syncs += 1
+        self.since_sync = 0
         return False

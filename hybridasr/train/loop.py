@@ -179,7 +179,7 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
             if progress.due():
                 progress.update(stats.batches, stats.frames, float(loss_acc) / max(stats.frames, 1))
         if training and averager is not None and not stats.diverged:
-            if averager.average(skip_updates):  # end of epoch: everyone leaves equal
+            if averager.finish(skip_updates):  # end of epoch: everyone leaves equal
                 stats.diverged = True
     stats.loss_sum = float(loss_acc)  # one sync at the end
     stats.errors = int(err_acc)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from hybridasr.cli import add_bool
+from hybridasr.cli import add_bool, add_renamed_option
 from hybridasr.errors import ConfigError
 
 
@@ -20,7 +20,6 @@ class TrainConfig:
     sync_every: int = 0              # average: batches between parameter averages (0: per epoch)
     average_decay: float = 0.0       # average: V(t) = mean_i v_i(t) - decay * V(t-1) (Khomenko)
     progress_every: float = 30.0     # seconds between progress lines in the log
-    init_seed: int = 1234            # model initialisation seed
 
     def validate(self) -> None:
         if self.optimizer not in ("adam", "sgd"):
@@ -58,7 +57,9 @@ def add_train_options(parser) -> None:
                    help="--parallel=average: Khomenko et al.'s decay beta (1e-6 there)")
     g.add_argument("--progress-every", type=float, default=_C.progress_every,
                    help="seconds between progress lines (frames/s, ETA) in the log")
-    g.add_argument("--init-seed", type=int, default=_C.init_seed, help="model init seed")
+    # one seed for all of training (--seed: model initialisation, batch order, dropout)
+    add_renamed_option(parser, "--init-seed", "--seed",
+                       note="one --seed now seeds the initialisation, batch order and dropout")
 
 
 def train_config_from_args(args) -> TrainConfig:

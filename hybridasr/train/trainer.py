@@ -60,6 +60,12 @@ def targets_scp(ali_dir: str) -> str:
     return path
 
 
+def target_lengths(ali_dir: str) -> Optional[str]:
+    """The import's per-utterance target lengths (None in an import dir made before them)."""
+    path = os.path.join(ali_dir, "target_lengths")
+    return path if os.path.exists(path) else None
+
+
 def check_targets(scp: str, keys, num_pdfs: int) -> None:
     """Every target of the used utterances is a pdf the network has."""
     reader = load_scp_lazy(scp)
@@ -82,8 +88,11 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, lr: float):
 
 
 def cv_config(dcfg: DataConfig) -> DataConfig:
-    """Cross-validation batches: whole utterances sorted by length (no chunks, no TBPTT)."""
-    c = dataclasses.replace(dcfg, seq_ordering="sorted", chunking="", tbptt="",
+    """Cross-validation batches: whole utterances of any length sorted by length (no chunks,
+    no TBPTT, no length limit: one longer than max_frames gets a batch of its own), each
+    utterance once (no repeated passes over a tiny set)."""
+    c = dataclasses.replace(dcfg, seq_ordering="sorted", chunking="", chunking_loss="all",
+                            tbptt="", min_batches_per_epoch=0,
                             max_seq_length=0, bucket_boundaries="", bucket_width=0,
                             max_frames=max(dcfg.max_frames, 10000) if dcfg.max_frames else 0)
     c.validate()
@@ -93,8 +102,10 @@ def cv_config(dcfg: DataConfig) -> DataConfig:
 class Trainer:
     def __init__(self, inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
                  schedule, info: Optional[DistInfo] = None):
-        from hybridasr.models import build_model  # noqa: F401 - fail early if missing
+        from hybridasr.data.batching import check_model_fits
+        from hybridasr.models.factory import model_class
 
+        check_model_fits(dcfg, model_class(mcfg["model"]), mcfg["model"])  # e.g. TBPTT: lstm
         self.inp, self.dcfg, self.mcfg, self.tcfg, self.schedule = inputs, dcfg, mcfg, tcfg, \
             schedule
         self.info = info or init_distributed(tcfg.device, tcfg.parallel)
@@ -112,9 +123,11 @@ class Trainer:
         self.transform = FeatureTransform.from_config(self.dcfg)
         use_cmvn = self.transform.norm_means
         self.tr = UtteranceDataset.from_data_dir(inp.data_tr, targets_scp(inp.ali_tr),
-                                                 self.transform, use_cmvn)
+                                                 self.transform, use_cmvn,
+                                                 target_lengths(inp.ali_tr))
         self.cv = UtteranceDataset.from_data_dir(inp.data_cv, targets_scp(inp.ali_cv),
-                                                 self.transform, use_cmvn)
+                                                 self.transform, use_cmvn,
+                                                 target_lengths(inp.ali_cv))
         for name, ds in (("training", self.tr), ("cross-validation", self.cv)):
             if len(ds) == 0:
                 raise FormatError(f"the {name} set has no utterances with targets "
@@ -170,7 +183,10 @@ class Trainer:
                       progress_every=self.tcfg.progress_every)
         return s.reduce(self.info)
 
-    def train_epoch(self, model, optimizer, epoch: int) -> EpochStats:
+    def train_epoch(self, model, optimizer, epoch: int,
+                    average: Optional[dict] = None) -> EpochStats:
+        """One training pass; ``average``: the parameter averager's state saved with the model
+        (``--parallel=average``), returned for the new model in ``extra["average"]``."""
         it = make_batch_iterator(self.tr, self.dcfg, epoch, self.info.rank,
                                  self.info.world_size, pin_memory=self.dev.type == "cuda")
         plan = it.stats()
@@ -184,20 +200,22 @@ class Trainer:
                 model, device_ids=[self.dev.index] if self.dev.type == "cuda" else None)
         elif self.tcfg.parallel == "average" and self.info.active:
             averager = ParameterAverager(model, self.info, self.tcfg.sync_every,
-                                         self.tcfg.average_decay)
+                                         self.tcfg.average_decay, previous=average)
         s = run_epoch(net, it, self.info, optimizer=optimizer,
                       clip_grad_norm=self.tcfg.clip_grad_norm, amp=self.tcfg.amp,
                       averager=averager, ddp=ddp, what=f"epoch {epoch}",
                       total_batches=len(it), progress_every=self.tcfg.progress_every)
         s = s.reduce(self.info)
         s.extra["padding_ratio"] = plan.get("padding_ratio")
+        if averager is not None:
+            s.extra["average"] = averager.state_dict()
         return s
 
     # --- the schedule -----------------------------------------------------------------
     def _start(self) -> dict:
         from hybridasr.models import build_model
 
-        torch.manual_seed(self.tcfg.init_seed)
+        torch.manual_seed(self.dcfg.seed)  # --seed: initialisation, batch order, dropout
         model = build_model(self.mcfg, self.input_dim, self.num_pdfs).to(self.dev)
         broadcast_parameters(model, self.info)
         optimizer = make_optimizer(model, self.tcfg, self.schedule.lr)
@@ -246,6 +264,7 @@ class Trainer:
         while not state["done"]:
             state = self._one_epoch(state)
             self._publish(state)
+        ckpt.check_improved(self.exp, state, self.info.is_main)  # all rejected: an error
         if self.info.is_main:
             ckpt.link_final(self.exp, os.path.join(self.exp, state["best"]))
         barrier(self.info)
@@ -262,7 +281,8 @@ class Trainer:
             g["lr"] = lr
         torch.manual_seed(self.dcfg.seed * 1000 + epoch)
         log.info("epoch %d: learning rate %g, from %s", epoch, lr, state["best"])
-        tr = self.train_epoch(model, optimizer, epoch)
+        tr = self.train_epoch(model, optimizer, epoch, average=ckpt.load_average(
+            ckpt.average_path(self.exp, state["best_epoch"]), self.dev))
         rec = {"epoch": epoch, "lr": lr, "train_loss": tr.loss, "train_fer": tr.fer,
                "train_frames": tr.frames, "frames_per_s": tr.frames_per_second,
                "padding_ratio": tr.extra.get("padding_ratio"),
@@ -279,6 +299,8 @@ class Trainer:
             decision = self.schedule.epoch_done(epoch, tr.loss, cv.loss)
             saved = self._save(model, optimizer, epoch, not decision.accept,
                                train_loss=tr.loss, cv_loss=cv.loss)
+            if decision.accept and self.info.is_main:  # V(t-1) of the epochs that start here
+                ckpt.save_average(ckpt.average_path(self.exp, epoch), tr.extra.get("average"))
             rec.update(cv_loss=cv.loss, cv_fer=cv.fer, accepted=bool(decision.accept),
                        reason=decision.reason, model=saved)
             log.info("epoch %d: train loss %.4f FER %.2f%%, cv loss %.4f FER %.2f%%, "

@@ -22,9 +22,12 @@ min_active=200
 max_active=7000
 max_mem=50000000    # Kaldi lattices only
 prior_scale=1.0
-use_gpu=no
-chunk_size=0        # forward in chunks of this many frames (0: whole utterances)
-chunk_overlap=0
+device=cpu          # cpu|cuda|auto, as steps/nnet/train.sh's
+chunking=           # size:step, as train.py's: forward windows of size frames every step
+                    # frames, keeping the middle step outputs of each (empty: whole utterances)
+use_gpu=            # old spelling of --device (no=cpu, yes=cuda, optional=auto): warns
+chunk_size=         # old spelling: --chunk-size N --chunk-overlap M is --chunking N+2M:N
+chunk_overlap=
 skip_scoring=false
 scoring_opts=       # options for steps/score.sh, e.g. "--min-lmwt 4 --max-lmwt 15"
 # End configuration section.
@@ -49,6 +52,8 @@ Options:
   --nnet <file>                # network (default: <srcdir>/final.nnet)
   --srcdir <dir>               # model dir (default: parent of <decode-dir>)
   --decoder auto|kaldi|embedded  # (default: $decoder)
+  --device cpu|cuda|auto       # where the network runs (default: $device)
+  --chunking <size:step>       # forward in overlapping windows (default: whole utterances)
   --acwt <float>               # acoustic scale (default: $acwt)
   --beam <float> --lattice-beam <float> --max-active <int>  # pruning
   --skip-scoring true|false    # (default: $skip_scoring)
@@ -60,6 +65,23 @@ fi
 graphdir=$1
 data=$2
 dir=$3
+
+# old spellings (one warning each, naming the new option)
+if [ -n "$use_gpu" ]; then
+  case $use_gpu in
+    no) device=cpu ;; yes) device=cuda ;; optional|wait) device=auto ;;
+    *) echo "$0: bad --use-gpu $use_gpu (no|yes|optional)" >&2; exit 1 ;;
+  esac
+  echo "$0: warning: --use-gpu is deprecated: use --device (--use-gpu $use_gpu is --device $device)" >&2
+fi
+if [ -n "$chunk_size$chunk_overlap" ]; then
+  [ -n "$chunking" ] && echo "$0: --chunking and the old --chunk-size/--chunk-overlap were both given" >&2 && exit 1
+  [[ ${chunk_size:-0} =~ ^[0-9]+$ && ${chunk_overlap:-0} =~ ^[0-9]+$ ]] || \
+    { echo "$0: --chunk-size and --chunk-overlap take integers >= 0" >&2; exit 1; }
+  if [ "${chunk_size:-0}" -gt 0 ]; then chunking=$((chunk_size + 2 * ${chunk_overlap:-0})):$chunk_size; fi
+  echo "$0: warning: --chunk-size/--chunk-overlap are deprecated: use --chunking" \
+       "(--chunk-size N --chunk-overlap M is --chunking N+2M:N${chunking:+; here --chunking $chunking})" >&2
+fi
 steps=$(cd "$(dirname "$0")/.." && pwd)
 utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 
@@ -89,8 +111,7 @@ sdata=$data/split$nj
 echo $nj > "$dir/num_jobs"
 
 forward_opts=(--class-frame-counts="$class_frame_counts" --prior-scale=$prior_scale
-              --transition-model="$model" --use-gpu=$use_gpu --chunk-size=$chunk_size
-              --chunk-overlap=$chunk_overlap)
+              --transition-model="$model" --device=$device ${chunking:+--chunking=$chunking})
 
 # run_jobs <what> <log (with JOB)> <command...>: $cmd JOB=1:$nj; on failure, names the failed
 # jobs' logs and shows their last error lines.

@@ -5,7 +5,7 @@
 # Stages:
 #   0  check the Kaldi dir, copy its data dirs into data/
 #   1  features (MFCC or fbank) and CMVN stats (or reuse the Kaldi dir's: --use-kaldi-feats true)
-#   2  import the GMM alignments; train/cv split by speaker
+#   2  import the GMM alignments; train/cv split by speaker (by utterance when too few speakers)
 #   3  train the network
 #   4  decode data/test (Kaldi's latgen-faster-mapped when on PATH, else the embedded decoder), score
 #   5  summary: best WER next to the GMM system's, training speed, curves and logs
@@ -28,7 +28,7 @@ nj=2
 model_config=conf/model.conf
 batching_config=conf/batching.conf
 schedule_config=conf/schedule.conf
-device=cpu           # cpu|cuda
+device=cpu           # cpu|cuda|auto (training and decoding)
 nproc=1              # processes (GPUs) for torchrun; >1 uses torch.distributed
 parallel=            # with --nproc > 1: ddp (default) | average
 train_opts=          # more options for pybin/train.py, e.g. "--amp=bf16 --max-iters=10"
@@ -49,7 +49,7 @@ Options (default):
   --use-kaldi-feats true|false # reuse the Kaldi dir's feats.scp/cmvn.scp ($use_kaldi_feats)
   --feat-type mfcc|fbank       # ($feat_type)
   --model-config, --batching-config, --schedule-config  # conf files ($model_config, $batching_config, $schedule_config)
-  --device cpu|cuda, --nproc N # training device and number of processes ($device, $nproc)
+  --device cpu|cuda|auto, --nproc N # training and decoding device, training processes ($device, $nproc)
   --parallel ddp|average       # multi-process scheme with --nproc > 1 (ddp)
   --train-opts, --torchrun-opts, --decode-opts  # passed through
   --nj N                       # parallel jobs for features and decoding ($nj)"
@@ -116,8 +116,7 @@ if run_stage 1; then
       echo "$0: data/$x has no feats.scp/cmvn.scp: run stage 0 again with --use-kaldi-feats true" >&2
       exit 1
     fi
-    spk=$(wc -l < data/$x/spk2utt); this_nj=$(( nj < spk ? nj : spk ))
-    steps/make_$feat_type.sh --nj $this_nj --cmd "$train_cmd" --${feat_type}-config "$feat_config" \
+    steps/make_$feat_type.sh --nj $nj --cmd "$train_cmd" --${feat_type}-config "$feat_config" \
       data/$x exp/make_$feat_type/$x $feat_type
     steps/compute_cmvn_stats.sh data/$x exp/make_$feat_type/$x $feat_type
   done
@@ -127,7 +126,7 @@ if run_stage 1; then
 fi
 
 if run_stage 2; then
-  banner 2 "import the alignments of $kaldi_dir/$ali; train/cv split by speaker"
+  banner 2 "import the alignments of $kaldi_dir/$ali; train/cv split (by speaker, else by utterance)"
   if [ -s exp/ali_train/targets.scp ]; then
     echo "exp/ali_train already holds the imported alignments: skipping"
   else
@@ -163,7 +162,12 @@ if run_stage 4; then
   if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $dir/final.nnet ]; then
     echo "$dir/decode_test is already scored: skipping"
   else
-    steps/nnet/decode.sh --nj $nj --cmd "$decode_cmd" $decode_opts \
+    # decoding is split by speaker (as Kaldi's): at most one job per test speaker
+    spk=$(wc -l < data/test/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
+    if [ $decode_nj -lt $nj ]; then
+      echo "$0: data/test has $spk speaker(s): decoding with --nj $decode_nj"
+    fi
+    steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
       "$kaldi_dir/$graph" data/test $dir/decode_test
   fi
 fi

@@ -3,7 +3,9 @@
 ``--seq-ordering`` names (RETURNN's where one exists): ``random``, ``sorted``,
 ``sorted_reverse``, ``bucketing``, ``laplace:N``, ``optimal_buckets:Q``, ``frame_shuffle``;
 ``--tbptt=S:W`` selects truncated BPTT instead. ``--chunking=size:step`` cuts items before
-any sequence strategy (see ``hybridasr.data.epoch``).
+any sequence strategy (see ``hybridasr.data.epoch``); utterances cut into several items are
+batched in groups that read each once (``groups``). ``check_model_fits`` says at start when
+the model cannot be trained with the strategy (TBPTT needs ``--model=lstm``).
 """
 from __future__ import annotations
 
@@ -33,5 +35,11 @@ def make_strategy(config) -> BatchingStrategy:
     return STRATEGIES[name](arg or None, config, limits_of(config))
 
 
+def check_model_fits(config, model_class: type, model_name: str) -> None:
+    """ConfigError when the strategy of ``config`` needs what ``model_class`` lacks (its
+    ``carries_state``, ``recurrent``); a warning when it runs to no purpose."""
+    make_strategy(config).check_model(model_class, model_name)
+
+
 __all__ = ["STRATEGIES", "BatchingStrategy", "BatchPlan", "FrameBufferPlan", "Item", "Limits",
-           "make_strategy", "register_strategy", "limits_of"]
+           "check_model_fits", "make_strategy", "register_strategy", "limits_of"]

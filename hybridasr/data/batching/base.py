@@ -4,23 +4,37 @@ A strategy gets the epoch's *items* — ``Item(utt, start, end)`` spans in outpu
 utterances, chunks, or pieces of split long utterances) — and a random generator seeded from
 (seed, epoch) only, and returns per-rank lists of ``BatchPlan``. Plans hold no features: the
 loader turns them into tensors in worker processes.
+
+An item longer than ``--max-frames`` gets a batch of its own (``cut_consecutive``): any
+utterance the data dir has can be trained on; only ``--max-seq-length`` leaves utterances out.
+
+A strategy declares what it needs of the model (``needs_stateful_model``: windows of an
+utterance come one batch after another and the model must carry its recurrent state, the
+models' ``carries_state``) and whether its sequences give a recurrent model any context
+(``sequence_context``); ``check_model`` says at start what cannot work.
 """
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from hybridasr.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 
 class Item(NamedTuple):
-    """Frames [start, end) of utterance ``utt`` (in the transform's output frames)."""
+    """Frames [start, end) of utterance ``utt`` (in the transform's output frames);
+    ``counted``: the frames [a, b) the loss counts (None: all), for overlapping chunks
+    counted once (``--chunking-loss=once``)."""
     utt: str
     start: int
     end: int
+    counted: Optional[Tuple[int, int]] = None
 
     @property
     def length(self) -> int:
@@ -29,10 +43,15 @@ class Item(NamedTuple):
 
 @dataclass
 class BatchPlan:
-    """One batch: its items (``None`` = an idle TBPTT stream, length 0)."""
+    """One batch: its items (``None`` = an idle TBPTT stream, length 0).
+
+    ``joins_previous``: loaded together with the batch before it, by one loader worker (a
+    plan unit): the batches of the chunks (or split pieces) of the same utterances, which the
+    unit reads once and cuts (see ``hybridasr.data.batching.groups``)."""
     items: List[Optional[Item]]
     reset: Optional[List[bool]] = None  # TBPTT: stream starts a new utterance
     carry_state: bool = False
+    joins_previous: bool = False
 
     @property
     def lengths(self) -> List[int]:
@@ -96,7 +115,8 @@ class Limits:
 
 
 def cut_consecutive(items: Sequence[Item], limits: Limits) -> List[BatchPlan]:
-    """Batches of consecutive items, each as large as the limits allow."""
+    """Batches of consecutive items, each as large as the limits allow; an item longer than
+    ``limits.max_frames`` gets a batch of its own."""
     out, cur, longest = [], [], 0
     for it in items:
         new_longest = max(longest, it.length)
@@ -114,6 +134,25 @@ def shuffled(items: Sequence[Item], rng: np.random.Generator) -> List[Item]:
     return [items[i] for i in rng.permutation(len(items))]
 
 
+def by_utterance(items: Sequence[Item]) -> List[List[Item]]:
+    """Runs of consecutive items of the same utterance (``make_items`` keeps the chunks or
+    pieces of an utterance together and in order)."""
+    out: List[List[Item]] = []
+    for it in items:
+        if out and out[-1][0].utt == it.utt:
+            out[-1].append(it)
+        else:
+            out.append([it])
+    return out
+
+
+def shuffled_utterances(items: Sequence[Item], rng: np.random.Generator) -> List[Item]:
+    """Utterances in random order, the pieces of each kept together and in order (the same
+    order as ``shuffled`` when every utterance is one item)."""
+    groups = by_utterance(items)
+    return [it for i in rng.permutation(len(groups)) for it in groups[i]]
+
+
 def sort_by_length(items: Sequence[Item], rng: np.random.Generator,
                    reverse: bool = False) -> List[Item]:
     """Sorted by length; ties in random order (so equal lengths still mix across epochs)."""
@@ -128,11 +167,35 @@ class BatchingStrategy(ABC):
 
     name: str = ""
     takes_arg = False  # ``name:ARG`` (laplace:N, optimal_buckets:Q)
+    # capabilities: the model must carry recurrent state from batch to batch (TBPTT)
+    needs_stateful_model = False
+    # False: every sequence is one frame, so a recurrent model sees no context (it runs,
+    # but only an MLP on spliced frames makes sense)
+    sequence_context = True
 
     def __init__(self, arg: Optional[str], config, limits: Limits):
         if arg and not self.takes_arg:
             raise ConfigError(f"--seq-ordering={self.name}:{arg}: {self.name} takes no argument")
         self.arg, self.config, self.limits = arg, config, limits
+
+    def check_model(self, model_class: type, model_name: str) -> None:
+        """ConfigError at start when the model cannot be trained this way; a warning when it
+        can but to no purpose. ``model_class`` declares ``carries_state`` and ``recurrent``."""
+        what = self.describe()
+        if self.needs_stateful_model and not getattr(model_class, "carries_state", False):
+            raise ConfigError(
+                f"{what} carries each utterance's recurrent state from window to window and "
+                f"needs a model that carries state: --model=lstm (got --model={model_name}, "
+                f"which keeps no state between batches, so it would train on windows without "
+                f"their context); or train --model={model_name} on whole utterances or "
+                f"--chunking")
+        if not self.sequence_context and getattr(model_class, "recurrent", False):
+            log.warning("%s gives the model single frames: --model=%s, a recurrent model, "
+                        "sees no context (use --model=mlp with --splice, or a sequence "
+                        "--seq-ordering for a recurrent model)", what, model_name)
+
+    def describe(self) -> str:
+        return f"--seq-ordering={self.name}" + (f":{self.arg}" if self.arg else "")
 
     @abstractmethod
     def make_batches(self, items: List[Item], rng: np.random.Generator) -> List[BatchPlan]:
@@ -140,9 +203,14 @@ class BatchingStrategy(ABC):
 
     def plan(self, items: List[Item], rng: np.random.Generator,
              world_size: int = 1) -> List[list]:
-        """Per-rank lists of plans: disjoint, all of the same length."""
+        """Per-rank lists of plans: disjoint, all of the same length. Utterances cut into
+        several items (chunks, split pieces) are batched in groups that read each once
+        (``hybridasr.data.batching.groups``)."""
+        from hybridasr.data.batching.groups import has_cut_utterances, plan_with_groups
         from hybridasr.data.sharding import deal_to_ranks
 
+        if has_cut_utterances(items):
+            return plan_with_groups(self, items, rng, world_size, self.config.randomizer_size)
         return deal_to_ranks(self.make_batches(items, rng), world_size)
 
 

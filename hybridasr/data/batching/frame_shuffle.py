@@ -3,7 +3,11 @@
 Utterances in random order fill randomizer buffers of ``--randomizer-size`` frames; the frames
 of a buffer are permuted and cut into minibatches of min(--max-frames, --max-seqs) frames
 (each frame is a sequence of length 1, so both limits count frames). A buffer is the unit a
-loader worker reads; its permutation comes from a seed drawn from (seed, epoch).
+loader worker reads; its permutation comes from a seed drawn from (seed, epoch). The pieces of
+a split utterance (``--max-seq-length-mode=split``) go into one buffer, read once.
+
+Every sequence is a single frame: a recurrent model (``--model=blstm`` or ``lstm``) trains,
+but sees no context; a warning says so at start.
 """
 from __future__ import annotations
 
@@ -13,12 +17,13 @@ from typing import List
 import numpy as np
 
 from hybridasr.data.batching.base import (BatchingStrategy, FrameBufferPlan, Item,
-                                          register_strategy, shuffled)
+                                          by_utterance, register_strategy, shuffled_utterances)
 from hybridasr.errors import ConfigError
 
 
 @register_strategy("frame_shuffle")
 class FrameShuffle(BatchingStrategy):
+    sequence_context = False
 
     def __init__(self, arg, config, limits):
         super().__init__(arg, config, limits)
@@ -31,9 +36,9 @@ class FrameShuffle(BatchingStrategy):
 
     def make_batches(self, items: List[Item], rng: np.random.Generator):
         buffers, cur, frames = [], [], 0
-        for it in shuffled(items, rng):
-            cur.append(it)
-            frames += it.length
+        for group in by_utterance(shuffled_utterances(items, rng)):
+            cur.extend(group)
+            frames += sum(it.length for it in group)
             if frames >= self.buffer_frames:
                 buffers.append(cur)
                 cur, frames = [], 0

@@ -6,7 +6,10 @@ and it keeps streams balanced); batch b holds window b of every stream. ``reset[
 where stream s starts an utterance (the trainer zeroes that stream's state), so state is
 carried only inside an utterance. With R ranks, R x S streams are filled together and rank r
 takes streams r*S .. r*S+S-1; every rank gets as many batches as the busiest stream has
-windows, idle streams being ``None`` (length 0, reset).
+windows, idle streams being ``None`` (length 0, reset). The pieces of a split utterance
+(``--max-seq-length-mode=split``) follow each other in one stream, state carried across.
+
+It needs a model that carries its recurrent state (``--model=lstm``); any other fails at start.
 """
 from __future__ import annotations
 
@@ -15,12 +18,14 @@ from typing import List, Optional
 
 import numpy as np
 
-from hybridasr.data.batching.base import BatchingStrategy, BatchPlan, Item, shuffled
+from hybridasr.data.batching.base import (BatchingStrategy, BatchPlan, Item, by_utterance,
+                                          shuffled_utterances)
 from hybridasr.errors import ConfigError
 
 
 class TruncatedBptt(BatchingStrategy):
     name = "tbptt"
+    needs_stateful_model = True
 
     def __init__(self, arg, config, limits):
         super().__init__(arg, config, limits)
@@ -36,12 +41,15 @@ class TruncatedBptt(BatchingStrategy):
         return [Item(item.utt, s, min(s + self.window, item.end))
                 for s in range(item.start, item.end, self.window)]
 
+    def describe(self) -> str:
+        return f"--tbptt={self.config.tbptt}"
+
     def fill_streams(self, items: List[Item], num_streams: int) -> List[List[Item]]:
         streams: List[List[Item]] = [[] for _ in range(num_streams)]
         heap = [(0, s) for s in range(num_streams)]
-        for it in items:
+        for group in by_utterance(items):
             load, s = heapq.heappop(heap)
-            win = self.windows(it)
+            win = [w for it in group for w in self.windows(it)]
             streams[s].extend(win)
             heapq.heappush(heap, (load + len(win), s))
         return streams
@@ -51,7 +59,7 @@ class TruncatedBptt(BatchingStrategy):
 
     def plan(self, items: List[Item], rng: np.random.Generator,
              world_size: int = 1) -> List[List[BatchPlan]]:
-        streams = self.fill_streams(shuffled(items, rng), self.streams * world_size)
+        streams = self.fill_streams(shuffled_utterances(items, rng), self.streams * world_size)
         num_batches = max((len(s) for s in streams), default=0)
         out = []
         for r in range(world_size):

@@ -1,0 +1,107 @@
+"""The default recipe on real Kaldi dirs of other shapes, built from ../shared in tmp dirs:
+
+- two speakers, 20 training utterances (kaldi_digits cut by person), alignments re-split into
+  ``ali.1..4.gz`` (text) with ``num_jobs`` 4 and more utterances than the data dir has, the
+  GMM's ``final.mdl`` a symlink to ``40.mdl``: every stage with the recipe's defaults, and the
+  hybrid WER no worse than the Kaldi dir's GMM;
+- one speaker, 44.1 kHz stereo audio, binary alignments, ``--nj 2`` (features split by
+  utterance, decoding capped at the one speaker);
+- kaldi_polish cut to one speaker's utterances including two over 20 s (16 kHz, binary tri1
+  alignments with a 1,192-pdf tree, ``final.mdl`` a symlink to ``35.mdl``, a lang dir called
+  ``lang_bigram``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from kaldi_shapes import digits_dir, polish_dir, utt_durations
+from test_recipe_e2e import make_recipe_copy
+
+pytestmark = pytest.mark.slow
+WER = re.compile(r"%WER (\d+\.\d\d) \[ (\d+) / (\d+),")
+
+
+def run(s5, env, *args):
+    p = subprocess.run(["./run.sh", *map(str, args)], cwd=s5, env=env, capture_output=True,
+                       text=True, timeout=900)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-6000:]
+    return out
+
+
+def best_wer(decode_dir):
+    best = None
+    for name in os.listdir(decode_dir):
+        if name.startswith("wer_"):
+            m = WER.search(open(os.path.join(decode_dir, name)).read())
+            if m and (best is None or float(m.group(1)) < best[0]):
+                best = (float(m.group(1)), int(m.group(2)), int(m.group(3)))
+    assert best is not None, f"no wer_* in {decode_dir}"
+    return best
+
+
+@pytest.fixture(scope="module")
+def env(env_with_path, repo_dir):
+    return dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+
+
+def test_two_speakers_twenty_utterances(tmp_path_factory, repo_dir, kaldi_digits, env):
+    root = tmp_path_factory.mktemp("two_speakers")
+    kaldi = digits_dir(kaldi_digits, root / "kaldi", ["jackson_0", "nicolas_0"],
+                       ["jackson_4", "nicolas_2"], person_speakers=True, ali_jobs=4,
+                       ali_binary=False, extra_ali_utts=20)
+    assert os.readlink(kaldi / "exp/mono_ali/final.mdl") == "40.mdl"
+    s5 = make_recipe_copy(repo_dir, root / "s5")
+    out = run(s5, env, "--kaldi-dir", kaldi)
+    assert "splitting by utterance instead" in out
+    assert len((s5 / "data/train_cv10/utt2spk").read_text().splitlines()) == 2
+    report = json.loads((s5 / "exp/ali_train/import_report.json").read_text())
+    assert report["utterances_imported"] == 20 and report["alignment_without_features"] == 20
+    metrics = [json.loads(line) for line in open(s5 / "exp/blstm/metrics.jsonl")]
+    trained = [m for m in metrics if m["epoch"] > 0]
+    # the schedule gives a tiny set enough updates: every epoch has >= 50 batches
+    assert trained and all(m["batches"] >= 50 for m in trained)
+    hybrid = best_wer(s5 / "exp/blstm/decode_test")
+    gmm = best_wer(kaldi / "exp/mono/decode")  # on kaldi_digits' test, a superset of ours
+    assert hybrid[2] == 20 and hybrid[0] <= gmm[0], (hybrid, gmm)
+
+
+def test_one_speaker_44k_stereo(tmp_path_factory, repo_dir, kaldi_digits, env):
+    root = tmp_path_factory.mktemp("one_speaker")
+    kaldi = digits_dir(kaldi_digits, root / "kaldi", ["theo_0", "theo_2"], ["theo_1"],
+                       person_speakers=True, rate=44100, stereo=True, ali_jobs=1,
+                       ali_binary=True)
+    s5 = make_recipe_copy(repo_dir, root / "s5")
+    out = run(s5, env, "--kaldi-dir", kaldi, "--nj", 2,
+              "--schedule-config", "conf/tiny_schedule.conf")
+    # features: split by utterance into 2 jobs although there is one speaker
+    assert (s5 / "data/train/split2utt/2/wav.scp").exists()
+    assert "using channel 0" in (s5 / "exp/make_mfcc/train/make_mfcc_train.1.log").read_text()
+    assert "data/test has 1 speaker(s): decoding with --nj 1" in out
+    assert (s5 / "exp/blstm/decode_test/num_jobs").read_text().strip() == "1"
+    report = json.loads((s5 / "exp/ali_train/import_report.json").read_text())
+    assert report["utterances_imported"] == 20  # 44.1 kHz frames match the 8 kHz alignments
+    assert best_wer(s5 / "exp/blstm/decode_test")[2] == 10
+
+
+def test_polish_long_sentences_one_speaker(tmp_path_factory, repo_dir, kaldi_polish, env):
+    durs = utt_durations(kaldi_polish, "data/train")
+    kuba = sorted((u for u in durs if u.startswith("kuba")), key=lambda u: -durs[u])
+    utts = kuba[:3] + kuba[-9:]  # the three longest (two over 20 s) and nine short ones
+    assert durs[utts[0]] > 25 and durs[utts[1]] > 20
+    root = tmp_path_factory.mktemp("polish")
+    kaldi = polish_dir(kaldi_polish, root / "kaldi", utts)
+    os.symlink("lang", kaldi / "data/lang_bigram")
+    s5 = make_recipe_copy(repo_dir, root / "s5")
+    run(s5, env, "--kaldi-dir", kaldi, "--lang", "data/lang_bigram", "--ali", "exp/tri1_ali",
+        "--graph", "exp/tri1/graph", "--schedule-config", "conf/tiny_schedule.conf")
+    lengths = dict(line.split() for line in open(s5 / "data/train/utt2num_frames"))
+    assert max(int(n) for n in lengths.values()) > 2500  # longer than --max-frames=2000
+    report = json.loads((s5 / "exp/ali_train/import_report.json").read_text())
+    assert report["num_pdfs"] == 1192 and report["utterances_imported"] == 12
+    assert best_wer(s5 / "exp/blstm/decode_test")[2] == 152
