@@ -126,6 +126,14 @@ def make_ali_dir(src_ali: Path, dst_ali: Path, utt2spk: Dict[str, str], num_jobs
     (dst_ali / "num_jobs").write_text(f"{num_jobs}\n")
 
 
+def _link_lang_and_graph(src: Path, dst: Path, gmm_dir: str) -> None:
+    """``data/lang`` and the GMM system's ``graph/`` and ``decode/`` (read only: links)."""
+    (dst / "data" / "lang").symlink_to(src / "data" / "lang")
+    (dst / gmm_dir).mkdir(parents=True)
+    for name in ("graph", "decode"):
+        (dst / gmm_dir / name).symlink_to(src / gmm_dir / name)
+
+
 def digits_dir(shared_digits: Path, dst: Path, train_spk: Sequence[str],
                test_spk: Sequence[str], person_speakers: bool = False,
                rate: Optional[int] = None, stereo: bool = False, ali_jobs: int = 1,
@@ -143,10 +151,7 @@ def digits_dir(shared_digits: Path, dst: Path, train_spk: Sequence[str],
     if rate:
         conf = conf.replace("--sample_frequency=8000", f"--sample_frequency={rate}")
     (dst / "conf" / "mfcc.conf").write_text(conf)
-    (dst / "data" / "lang").symlink_to(shared_digits / "data" / "lang")
-    (dst / "exp" / "mono").mkdir(parents=True)
-    for name in ("graph", "decode"):
-        (dst / "exp" / "mono" / name).symlink_to(shared_digits / "exp" / "mono" / name)
+    _link_lang_and_graph(shared_digits, dst, "exp/mono")
     make_ali_dir(shared_digits / "exp" / "mono_ali", dst / "exp" / "mono_ali",
                  _table(dst / "data" / "train" / "utt2spk"), ali_jobs, ali_binary,
                  extra_utts=extra_ali_utts)
@@ -156,17 +161,14 @@ def digits_dir(shared_digits: Path, dst: Path, train_spk: Sequence[str],
 def polish_dir(shared_polish: Path, dst: Path, train_utts: Sequence[str],
                ali_jobs: int = 1, ali_binary: bool = True) -> Path:
     """A Kaldi s5 dir cut from kaldi_polish: the given training utterances, its real test set
-    (one speaker, Kaldi's own features), lang, tri1 graph/decode and the tri1 alignments."""
+    (10 utterances of one speaker), lang, tri1 graph/decode and the tri1 alignments."""
     dst.mkdir(parents=True)
     make_data_dir(shared_polish, "data/train", dst, "data/train", train_utts)
     test = _table(shared_polish / "data" / "test" / "utt2spk")
     make_data_dir(shared_polish, "data/test", dst, "data/test", list(test))
     (dst / "conf").mkdir()
     shutil.copyfile(shared_polish / "conf" / "mfcc.conf", dst / "conf" / "mfcc.conf")
-    (dst / "data" / "lang").symlink_to(shared_polish / "data" / "lang")
-    (dst / "exp" / "tri1").mkdir(parents=True)
-    for name in ("graph", "decode"):
-        (dst / "exp" / "tri1" / name).symlink_to(shared_polish / "exp" / "tri1" / name)
+    _link_lang_and_graph(shared_polish, dst, "exp/tri1")
     make_ali_dir(shared_polish / "exp" / "tri1", dst / "exp" / "tri1_ali",
                  _table(dst / "data" / "train" / "utt2spk"), ali_jobs, ali_binary,
                  model_name="35.mdl", extra_utts=3)

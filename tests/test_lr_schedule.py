@@ -226,12 +226,19 @@ def test_options_from_a_schedule_config_file(tmp_path):
 
 
 def test_repo_schedule_confs_load(repo_dir):
+    from hybridasr.data.options import add_data_options
+
     p = make_parser("t", "test")
     add_lr_schedule_options(p)
+    add_data_options(p)  # newbob.conf also sets how many updates an epoch has at least
     p.add_argument("--optimizer")
-    for conf in sorted((repo_dir / "conf" / "schedule").glob("*.conf")):
-        s = lr_schedule_from_args(p.parse_args([f"--schedule-config={conf}"]))
+    for conf in sorted((repo_dir / "conf" / "schedule").glob("*.conf")) + \
+            [repo_dir / "egs/digits/s5/conf/schedule.conf"]:
+        args = p.parse_args([f"--schedule-config={conf}"])
+        s = lr_schedule_from_args(args)
         assert s.lr > 0, conf
+        if conf.name in ("newbob.conf", "schedule.conf"):
+            assert args.min_batches_per_epoch == 100, conf
 
 
 def test_resolved_config_reads_back(tmp_path):

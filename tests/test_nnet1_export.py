@@ -5,7 +5,6 @@ gives our PyTorch forward's outputs on kaldi_digits' real test features. What ca
 PyTorch is refused with the reason."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -17,17 +16,9 @@ import pytest
 import torch
 
 from hybridasr.errors import ConfigError
-from train_helpers import make_tr_cv
+from train_helpers import load_pybin as _pybin, make_tr_cv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _pybin(name):
-    spec = importlib.util.spec_from_file_location(f"pybin_{name}",
-                                                  os.path.join(REPO, "pybin", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # --- a reader of nnet1 text, written from Kaldi's readers (src/nnet/*.h ReadData) ---------

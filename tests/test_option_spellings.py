@@ -3,7 +3,6 @@ train.py's --seed seeds everything. The old spellings (--use-gpu, --chunk-size a
 --chunk-overlap, --init-seed) still work, with one warning naming the new option."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -15,17 +14,9 @@ import torch
 from hybridasr.cli import add_renamed_option, make_parser, options_dict
 from hybridasr.decode.forward import ChunkOptions, chunk_options
 from hybridasr.errors import ConfigError
-from train_helpers import make_tr_cv
+from train_helpers import load_pybin as _pybin, make_tr_cv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _pybin(name):
-    spec = importlib.util.spec_from_file_location(f"pybin_{name}",
-                                                  os.path.join(REPO, "pybin", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _warnings(caplog):

@@ -2,8 +2,11 @@
 speaker into a training and a cross-validation set (two held-out speakers)."""
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 CV_SPEAKERS = ("jackson_3", "theo_4")
 
@@ -50,3 +53,11 @@ def make_tr_cv(kaldi_digits: Path, out: Path):
     import_alignments(str(kaldi_digits / "exp" / "mono_ali"), str(all_dir), str(ali))
     os.chdir(cwd)
     return dirs["tr"], dirs["cv"], ali
+
+
+def load_pybin(name: str):
+    """The module of ``pybin/<name>.py`` (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"pybin_{name}", REPO / "pybin" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -11,7 +11,8 @@ label of output frame t - delay. The input gets ``label_delay * subsample`` copi
 frame (as Kaldi nnet1's ``nnet-forward --time-shift`` does), so there are ``label_delay`` more
 outputs than labels: the first ones get -100, the ignore index (out of the loss, never a
 made-up label), and every label is trained. Decoding gives the same input, then
-``undo_label_delay`` drops the first outputs: one output per frame, row t for frame t. ``to_dict()`` is what a model stores (the delay with it); ``from_dict`` rebuilds it.
+``undo_label_delay`` drops the first outputs: one output per frame, row t for frame t.
+``to_dict()`` is what a model stores (the delay with it); ``from_dict`` rebuilds it.
 
 Windows of an utterance (``start``/``end`` in output frames, for chunks and TBPTT) are computed
 from the frames they need plus context, and equal the same rows of the whole-utterance output.
