@@ -77,8 +77,7 @@ def test_one_speaker_44k_stereo(tmp_path_factory, repo_dir, kaldi_digits, env):
                        person_speakers=True, rate=44100, stereo=True, ali_jobs=1,
                        ali_binary=True)
     s5 = make_recipe_copy(repo_dir, root / "s5")
-    out = run(s5, env, "--kaldi-dir", kaldi, "--nj", 2,
-              "--schedule-config", "conf/tiny_schedule.conf")
+    out = run(s5, env, "--kaldi-dir", kaldi, "--nj", 2)
     # features: split by utterance into 2 jobs although there is one speaker
     assert (s5 / "data/train/split2utt/2/wav.scp").exists()
     assert "using channel 0" in (s5 / "exp/make_mfcc/train/make_mfcc_train.1.log").read_text()
@@ -99,7 +98,7 @@ def test_polish_long_sentences_one_speaker(tmp_path_factory, repo_dir, kaldi_pol
     os.symlink("lang", kaldi / "data/lang_bigram")
     s5 = make_recipe_copy(repo_dir, root / "s5")
     run(s5, env, "--kaldi-dir", kaldi, "--lang", "data/lang_bigram", "--ali", "exp/tri1_ali",
-        "--graph", "exp/tri1/graph", "--schedule-config", "conf/tiny_schedule.conf")
+        "--graph", "exp/tri1/graph")
     lengths = dict(line.split() for line in open(s5 / "data/train/utt2num_frames"))
     assert max(int(n) for n in lengths.values()) > 2500  # longer than --max-frames=2000
     report = json.loads((s5 / "exp/ali_train/import_report.json").read_text())
