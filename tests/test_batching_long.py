@@ -4,7 +4,6 @@ of its own under every strategy and in the cross-validation pass; only an explic
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 
 import numpy as np
@@ -150,13 +149,9 @@ def test_real_features_over_max_frames_load_whole(digits, ordering):
 def test_training_with_max_frames_below_the_longest_utterance(digits, tmp_path):
     """The issue's stop ("has 2071 frames, more than --max-frames=2000") at the scale of
     kaldi_digits: --max-frames=50 is below a tenth of its utterances; training runs."""
-    import importlib.util
+    from train_helpers import load_pybin
 
-    spec = importlib.util.spec_from_file_location(
-        "pybin_train", os.path.join(os.path.dirname(os.path.dirname(__file__)), "pybin",
-                                    "train.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_pybin("train")
     tr, cv, ali = digits
     exp = tmp_path / "exp"
     assert mod.main(["--model=blstm", "--num-layers=1", "--hidden-size=16", "--dropout=0",

@@ -3,9 +3,6 @@ at decoding; the frames it leaves without a label are out of the loss (the ignor
 given a repeated label. Trained on kaldi_digits' real features and GMM alignments."""
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 import torch
@@ -20,9 +17,8 @@ from hybridasr.decode.frame_error import FrameErrors, frame_errors
 from hybridasr.train.distributed import DistInfo
 from hybridasr.train.loop import run_epoch
 
-from train_helpers import make_tr_cv
+from train_helpers import load_pybin, make_tr_cv
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DELAY = 5
 
 
@@ -117,10 +113,7 @@ def test_delayed_frames_are_out_of_the_loss(digits):
 
 
 def _train(digits, exp, delay):
-    spec = importlib.util.spec_from_file_location("pybin_train",
-                                                  os.path.join(REPO, "pybin", "train.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_pybin("train")
     tr, cv, ali = digits
     # an MLP on 21 spliced frames: with the delay, the labelled frame is still in its window
     # with 5 frames either side (it sees frames t-5..t+15 for the label of frame t), so both

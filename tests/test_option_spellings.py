@@ -16,7 +16,6 @@ from hybridasr.decode.forward import ChunkOptions, chunk_options
 from hybridasr.errors import ConfigError
 from train_helpers import load_pybin as _pybin, make_tr_cv
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _warnings(caplog):

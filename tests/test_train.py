@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from train_helpers import make_tr_cv
+from train_helpers import load_pybin, make_tr_cv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_PY = os.path.join(REPO, "pybin", "train.py")
@@ -29,12 +29,7 @@ def train_args(digits, exp, *extra):
 
 
 def _main(argv):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("pybin_train", TRAIN_PY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main(argv)
+    return load_pybin("train").main(argv)
 
 
 def history(exp):

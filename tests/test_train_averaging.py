@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 
-from train_helpers import make_tr_cv
+from train_helpers import free_port, load_pybin, make_tr_cv
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN_PY = os.path.join(REPO, "pybin", "train.py")
 BETA = 0.1
 OPTS = ["--model=blstm", "--num-layers=1", "--hidden-size=16", "--dropout=0",
         "--seq-ordering=laplace:2", "--max-frames=1000", "--num-workers=0",
@@ -28,24 +25,13 @@ def digits(tmp_path_factory, kaldi_digits):
     return make_tr_cv(kaldi_digits, tmp_path_factory.mktemp("digits_avg"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _configs(argv):
     """(data, model, train config) as pybin/train.py makes them from ``argv``."""
-    import importlib.util
-
     from hybridasr.data.options import data_config_from_args
     from hybridasr.models import model_config_from_args
     from hybridasr.train.options import train_config_from_args
 
-    spec = importlib.util.spec_from_file_location("pybin_train", TRAIN_PY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    args = mod.get_parser().parse_args([*argv, "tr", "cv", "ali", "ali", "exp"])
+    args = load_pybin("train").get_parser().parse_args([*argv, "tr", "cv", "ali", "ali", "exp"])
     return data_config_from_args(args), model_config_from_args(args), \
         train_config_from_args(args)
 
@@ -119,7 +105,7 @@ def _worker(rank, world, port, digits, exp, argv, accept, stop_before, out):
 
 
 def _train(digits, exp, argv, accept, out, stop_before=0):
-    mp.start_processes(_worker, args=(2, _free_port(), digits, exp, argv, accept, stop_before,
+    mp.start_processes(_worker, args=(2, free_port(), digits, exp, argv, accept, stop_before,
                                       str(out)),
                        nprocs=2, start_method="fork")
     return [torch.load(f"{out}.{r}.pt", weights_only=True) for r in range(2)]

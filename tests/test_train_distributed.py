@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from train_helpers import make_tr_cv
+from train_helpers import free_port, make_tr_cv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = {"model": "blstm", "num_layers": 1, "hidden_size": 24, "proj_size": 0, "dropout": 0.0}
@@ -22,12 +21,6 @@ MODEL = {"model": "blstm", "num_layers": 1, "hidden_size": 24, "proj_size": 0, "
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory, kaldi_digits):
     return make_tr_cv(kaldi_digits, tmp_path_factory.mktemp("digits_dist"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _global_batches(digits, num=3, rows=8):
@@ -85,7 +78,7 @@ def _run(world, mode, batches, out_dir):
     if world == 1:
         _worker(0, 1, 0, mode, batches, out_dir)
         return
-    mp.start_processes(_worker, args=(world, _free_port(), mode, batches, out_dir),
+    mp.start_processes(_worker, args=(world, free_port(), mode, batches, out_dir),
                        nprocs=world, start_method="fork")
 
 

@@ -55,6 +55,15 @@ def make_tr_cv(kaldi_digits: Path, out: Path):
     return dirs["tr"], dirs["cv"], ali
 
 
+def free_port() -> int:
+    """A free TCP port on the loopback interface (for a torch.distributed rendezvous)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def load_pybin(name: str):
     """The module of ``pybin/<name>.py`` (the scripts are not a package)."""
     spec = importlib.util.spec_from_file_location(f"pybin_{name}", REPO / "pybin" / f"{name}.py")
