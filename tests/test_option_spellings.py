@@ -17,7 +17,6 @@ from hybridasr.errors import ConfigError
 from train_helpers import load_pybin as _pybin, make_tr_cv
 
 
-
 def _warnings(caplog):
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
