@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from hybridasr.data.config import DataConfig  # noqa: E402
-from hybridasr.data.epoch import plan_epoch, plan_stats  # noqa: E402
-from hybridasr.kaldi.table import read_int_map  # noqa: E402
+from hybridasr.data.config import DataConfig
+from hybridasr.data.epoch import plan_epoch, plan_stats
+from hybridasr.kaldi.table import read_int_map
 
 STRATEGIES = [
     ("random", {}), ("sorted", {}), ("sorted_reverse", {}),

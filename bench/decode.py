@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 DIGITS = REPO.parent / "shared" / "data" / "kaldi_digits"
 ACWT = 0.083333  # exp/mono/decode's acoustic scale
 

@@ -22,17 +22,15 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
+import torch
+from torch import nn
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
-
-from hybridasr.data.config import DataConfig  # noqa: E402
-from hybridasr.data.dataset import UtteranceDataset  # noqa: E402
-from hybridasr.data.loader import make_batch_iterator  # noqa: E402
-from hybridasr.data.transform import FeatureTransform  # noqa: E402
-from hybridasr.kaldi.table import ArkScpWriter  # noqa: E402
+from hybridasr.data.config import DataConfig
+from hybridasr.data.dataset import UtteranceDataset
+from hybridasr.data.loader import make_batch_iterator
+from hybridasr.data.transform import FeatureTransform
+from hybridasr.kaldi.table import ArkScpWriter
 
 
 def write_corpus(d: str, num_utts: int, dim: int, num_targets: int, seed: int):

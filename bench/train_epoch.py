@@ -37,9 +37,8 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
-from pipeline import write_corpus  # noqa: E402  (bench/pipeline.py)
+from pipeline import write_corpus
 
 DIM, NUM_PDFS = 40, 2000
 MODEL = {"model": "blstm", "num_layers": 3, "hidden_size": 512, "proj_size": 0,
@@ -47,8 +46,6 @@ MODEL = {"model": "blstm", "num_layers": 3, "hidden_size": 512, "proj_size": 0,
 
 RETURNN_CONFIG = '''#!rnn.py
 # written by hybridasr bench/train_epoch.py
-import sys
-sys.path.insert(0, {repo!r})
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -166,15 +163,14 @@ def run_returnn(d: str, a, tr: str) -> dict:
     hdf = os.path.join(rdir, "train.hdf")
     with open(config, "w", encoding="utf-8") as f:
         f.write(RETURNN_CONFIG.format(
-            repo=REPO, device=a.device, log=os.path.join(rdir, "returnn.log"),
+            device=a.device, log=os.path.join(rdir, "returnn.log"),
             model=os.path.join(rdir, "model"), batch_frames=a.batch_frames,
             max_seqs=a.max_seqs if a.max_seqs > 0 else -1, dim=DIM, num_pdfs=NUM_PDFS,
             hdf=hdf, seq_ordering=a.seq_ordering,
             model_config=MODEL))
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
-    if a.returnn_path:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (a.returnn_path,
-                                                        env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (a.returnn_path, REPO,
+                                                    env.get("PYTHONPATH")) if p)
     result = os.path.join(rdir, "result.json")
     driver = RETURNN_DRIVER.format(threads=a.threads, config=config, hdf=hdf, dim=DIM,
                                    result=result,

@@ -37,21 +37,15 @@ from typing import Callable, List, Optional, Sequence
 
 from hybridasr.errors import ConfigError, HybridAsrError
 from hybridasr.kaldi.conf import normalize_option_name, read_config_file, write_config_file
-
-_TRUE = {"true", "1", "yes", "t", "y"}
-_FALSE = {"false", "0", "no", "f", "n"}
+from hybridasr.options import OptionSpec, Renamed, option_specs, renamed_options, to_bool
 
 
 def str2bool(value) -> bool:
     """Kaldi-style boolean: ``true``/``false`` (also 1/0, yes/no)."""
-    if isinstance(value, bool):
-        return value
-    v = str(value).strip().lower()
-    if v in _TRUE:
-        return True
-    if v in _FALSE:
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    try:
+        return to_bool(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 class _BoolAction(argparse.Action):
@@ -63,7 +57,8 @@ class _BoolAction(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_bool(parser, name: str, default: bool, help: str = "") -> None:
+def add_bool(parser, name: str, default: bool, help: str = "",
+             dest: Optional[str] = None) -> None:
     """A boolean option: ``--name`` alone means true, ``--name=false`` false.
 
     ``parser`` may be a ``KaldiArgumentParser`` or one of its argument groups (groups share
@@ -71,12 +66,13 @@ def add_bool(parser, name: str, default: bool, help: str = "") -> None:
     parser the option keeps argparse's optional-value form (a bare flag may then take the
     next word)."""
     help = f"{help} (default: {str(default).lower()})"
+    kwargs_dest = {"dest": dest} if dest else {}
     if isinstance(parser, argparse.ArgumentParser) and not isinstance(parser, KaldiArgumentParser):
         parser.add_argument(name, type=str2bool, nargs="?", const=True, default=default,
-                            metavar="true|false", help=help)
+                            metavar="true|false", help=help, **kwargs_dest)
         return
     parser.add_argument(name, action=_BoolAction, type=str2bool, default=default,
-                        metavar="true|false", help=help)
+                        metavar="true|false", help=help, **kwargs_dest)
 
 
 class _RenamedOption(argparse.Action):
@@ -117,6 +113,36 @@ def add_renamed_option(parser, old: str, new: str, convert: Optional[Callable] =
     parser.add_argument(old, action=_RenamedOption, dest=dest or target.dest, new=new,
                         convert=convert, note=note, metavar=kwargs.pop("metavar", "VALUE"),
                         help=f"deprecated spelling of {new}", **kwargs)
+
+
+def add_options(parser, declared, title: Optional[str] = None) -> None:
+    """Registers the options a dataclass declares (``hybridasr.options.option`` fields, see
+    there), or a list of ``OptionSpec``: command-line arguments and conf-file keys with the
+    declared defaults, choices and help, then the class's ``RENAMED`` old spellings.
+    ``title``: an argument group of that name for ``--help``."""
+    specs = declared if isinstance(declared, (list, tuple)) else option_specs(declared)
+    target = parser.add_argument_group(title) if title else parser
+    for s in specs:
+        add_option_spec(target, s)
+    if not isinstance(declared, (list, tuple)):
+        for r in renamed_options(declared):
+            add_renamed(parser, r)
+
+
+def add_option_spec(parser, spec: OptionSpec) -> None:
+    """One declared option on a parser (or an argument group)."""
+    if spec.type is bool:
+        add_bool(parser, spec.flag, spec.default, spec.help, dest=spec.dest)
+        return
+    shown = f'"{spec.default}"' if spec.type is str else spec.default
+    parser.add_argument(spec.flag, dest=spec.dest, type=spec.type, default=spec.default,
+                        choices=spec.choices, help=f"{spec.help} (default: {shown})")
+
+
+def add_renamed(parser, r: Renamed) -> None:
+    kwargs = {"type": r.type} if r.type is not None else {}
+    add_renamed_option(parser, r.old, r.new, convert=r.convert, dest=r.dest, note=r.note,
+                       **kwargs)
 
 
 def _normalize_argv(argv: Sequence[str]) -> List[str]:

@@ -1,13 +1,9 @@
 #!/usr/bin/env python3
 """Checks an existing Kaldi s5 dir before a recipe uses it (read only)."""
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
-from hybridasr.recipe.kaldi_dir import check_kaldi_dir  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
+from hybridasr.recipe.kaldi_dir import check_kaldi_dir
 
 
 def get_parser():

@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
 """Kaldi's compute-cmvn-stats: per-speaker (or per-utterance) CMVN stats of a feature table."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
-from hybridasr.errors import ConfigError  # noqa: E402
-from hybridasr.features.cmvn_table import compute_cmvn_table  # noqa: E402
-from hybridasr.features.specifiers import rspecifier_path, text_table_path  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
+from hybridasr.errors import ConfigError
+from hybridasr.features.cmvn_table import compute_cmvn_table
+from hybridasr.features.specifiers import rspecifier_path, text_table_path
 
 
 def get_parser():

@@ -1,11 +1,8 @@
 #!/usr/bin/env python3
 """Word error rate like Kaldi's compute-wer (same counts, same three output lines)."""
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
 
 
 def get_parser():

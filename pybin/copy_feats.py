@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Kaldi's copy-feats: copies a feature table, optionally compressing it (ark/scp out)."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
-from hybridasr.features.copy_table import copy_feature_table  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
+from hybridasr.features.copy_table import copy_feature_table
 
 
 def get_parser():

@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
 """Kaldi's utils/copy_data_dir.sh: copies a data dir, optionally renaming utterances/speakers."""
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
-from hybridasr.kaldi.datadir import has  # noqa: E402
-from hybridasr.kaldi.datadir_subset import copy_data_dir  # noqa: E402
-from hybridasr.kaldi.datadir_validate import validate_data_dir  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
+from hybridasr.kaldi.datadir import has
+from hybridasr.kaldi.datadir_subset import copy_data_dir
+from hybridasr.kaldi.datadir_validate import validate_data_dir
 
 
 def get_parser():

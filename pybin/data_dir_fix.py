@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Kaldi's utils/fix_data_dir.sh: sorts a data dir and keeps what all its files agree on."""
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.kaldi.datadir_fix import fix_data_dir  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.kaldi.datadir_fix import fix_data_dir
 
 
 def get_parser():

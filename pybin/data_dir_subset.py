@@ -1,13 +1,10 @@
 #!/usr/bin/env python3
 """Kaldi's utils/subset_data_dir.sh: a data dir with some of the utterances of another."""
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.errors import ConfigError  # noqa: E402
-from hybridasr.kaldi.datadir_subset import subset_data_dir  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.errors import ConfigError
+from hybridasr.kaldi.datadir_subset import subset_data_dir
 
 MODES = ("first", "last", "shortest", "per-spk", "speakers")
 

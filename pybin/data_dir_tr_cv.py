@@ -1,13 +1,10 @@
 #!/usr/bin/env python3
 """Kaldi nnet1's utils/subset_data_dir_tr_cv.sh: a held-out (cv) set of whole speakers, or of
 utterances where a speaker split would leave a side empty."""
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.kaldi.datadir_tr_cv import split_tr_cv  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.kaldi.datadir_tr_cv import split_tr_cv
 
 
 def get_parser():

@@ -1,13 +1,10 @@
 #!/usr/bin/env python3
 """Kaldi's utils/data/get_utt2dur.sh: writes <data-dir>/utt2dur."""
 import logging
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.kaldi.datadir_durations import write_utt2dur  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.kaldi.datadir_durations import write_utt2dur
 
 
 def get_parser():

@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Kaldi's utils/validate_data_dir.sh: checks a data dir; the first problem names file and line."""
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.kaldi.datadir_validate import validate_data_dir  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.kaldi.datadir_validate import validate_data_dir
 
 
 def add_validate_flags(p):

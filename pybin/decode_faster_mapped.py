@@ -4,10 +4,8 @@ kaldi-decoder package): per-pdf log-likelihoods -> best word sequence per uttera
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
-from hybridasr.decode.decoder import INT32_MAX, DecodeOptions  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
+from hybridasr.decode.decoder import INT32_MAX, DecodeOptions
 
 
 def get_parser():

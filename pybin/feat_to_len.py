@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
 """Kaldi's feat-to-len: the number of frames of each feature matrix of a table."""
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.features.specifiers import text_table_path  # noqa: E402
-from hybridasr.kaldi.datadir_durations import feat_length_of_file, feat_lengths  # noqa: E402
-from hybridasr.utils.atomic import atomic_open  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.features.specifiers import text_table_path
+from hybridasr.kaldi.datadir_durations import feat_length_of_file, feat_lengths
+from hybridasr.utils.atomic import atomic_open
 
 
 def get_parser():

@@ -1,13 +1,10 @@
 #!/usr/bin/env python3
 """Runs a trained acoustic model over a data dir and writes scaled log-likelihoods (Kaldi
 nnet1 ``nnet-forward --no-softmax --class-frame-counts`` semantics) as a Kaldi matrix archive."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.decode.forward import add_forward_options  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.decode.forward import add_forward_options
 
 
 def get_parser():

@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Frame error rate of a trained model against alignment targets (no decoding graph needed)."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.decode.forward import add_forward_options  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.decode.forward import add_forward_options
 
 
 def get_parser():

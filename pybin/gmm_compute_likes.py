@@ -2,12 +2,9 @@
 """Log-likelihoods of a Kaldi GMM model (final.mdl) over a data dir, like Kaldi's
 gmm-compute-likes on apply-cmvn + add-deltas features: a network-free input for
 decode_faster_mapped.py and steps/score.sh (checks a graph and the decoder against Kaldi)."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
 
 
 def get_parser():

@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Imports a Kaldi GMM alignment dir as hybrid training targets (what steps/import_ali.sh runs)."""
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.cli import make_parser, run_main
 
 
 def get_parser():

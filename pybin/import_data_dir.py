@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Copies a Kaldi data dir into the recipe, making Kaldi-dir-relative paths absolute."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import add_bool, make_parser, run_main  # noqa: E402
-from hybridasr.recipe.kaldi_dir import import_data_dir  # noqa: E402
+from hybridasr.cli import add_bool, make_parser, run_main
+from hybridasr.recipe.kaldi_dir import import_data_dir
 
 
 def get_parser():

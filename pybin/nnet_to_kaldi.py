@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Exports a trained MLP to a Kaldi nnet1 model directory (text nnet1 files), so that Kaldi's
 own nnet-forward and steps/nnet/decode.sh can decode with it."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.cli import make_parser, run_main
 
 
 def get_parser():

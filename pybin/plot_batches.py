@@ -1,18 +1,15 @@
 #!/usr/bin/env python3
 """Draws utterance lengths in batch order for each batching strategy to a PNG."""
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import json
 
-import json  # noqa: E402
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.data.lengths import read_lengths  # noqa: E402
-from hybridasr.data.options import add_data_options, data_config_from_args  # noqa: E402
-from hybridasr.data.plot import plot_batch_orders  # noqa: E402
-from hybridasr.errors import ConfigError  # noqa: E402
-from hybridasr.kaldi.table import read_int_map  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.data.lengths import read_lengths
+from hybridasr.data.options import add_data_options, data_config_from_args
+from hybridasr.data.plot import plot_batch_orders
+from hybridasr.errors import ConfigError
+from hybridasr.kaldi.table import read_int_map
 
 
 def get_parser():

@@ -2,13 +2,10 @@
 """Prints a recipe's summary: best WER next to the GMM system's, training speed, paths."""
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
-from hybridasr.recipe.summary import format_summary, summarize  # noqa: E402
-from hybridasr.utils.atomic import atomic_open  # noqa: E402
+from hybridasr.cli import make_parser, run_main
+from hybridasr.recipe.summary import format_summary, summarize
+from hybridasr.utils.atomic import atomic_open
 
 
 def get_parser():

@@ -1,11 +1,8 @@
 #!/usr/bin/env python3
 """Kaldi's show-alignments: alignments in human-readable form, phone by phone."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.cli import make_parser, run_main
 
 
 def get_parser():

@@ -2,11 +2,8 @@
 """Trains a hybrid acoustic model (BLSTM, LSTM or MLP over pdf-ids) with frame cross-entropy
 and newbob-style learning-rate control; resumes where a previous run stopped."""
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hybridasr.cli import make_parser, run_main  # noqa: E402
+from hybridasr.cli import make_parser, run_main
 
 
 def get_parser():

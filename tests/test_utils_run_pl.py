@@ -93,9 +93,15 @@ def test_bad_arguments(tmp_path):
 
 
 def test_run_pl_needs_only_the_system_python(tmp_path):
-    """run.pl is stdlib-only: it runs under a python without the venv's packages."""
-    r = run(["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
-             "-S", RUN_PL, "--gpu", "1", "--mem", "2G", "log/p.log", "echo", "ok"], tmp_path)
+    """run.pl is Perl, as Kaldi's, and its Python half is stdlib-only: it runs under a python
+    without the venv's packages (a cluster node's system python3), found from any cwd."""
+    assert Path(RUN_PL).read_text().startswith("#!/usr/bin/env perl")
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    env = dict(os.environ, HYBRIDASR_PYTHON=python, PYTHONNOUSERSITE="1")
+    env.pop("PYTHONPATH", None)
+    env.pop("VIRTUAL_ENV", None)
+    r = run(["perl", RUN_PL, "--gpu", "1", "--mem", "2G", "log/p.log", "echo", "ok"],
+            tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     assert "ok" in read_log(tmp_path / "log" / "p.log")
 

@@ -1,45 +1,43 @@
-#!/usr/bin/env python3
-# utils/filter_scp.pl (Kaldi's interface; Python, stdlib only):
+#!/usr/bin/env perl
+# utils/filter_scp.pl (Kaldi's interface and behaviour):
 #   utils/filter_scp.pl [--exclude] [-f <field>] <id-list> [<in-scp>...]  > out
 # prints the lines of <in-scp> (or stdin) whose field <field> (default 1) is (with --exclude:
 # is not) the first field of a line of <id-list>; input order is kept.
 #  e.g.: utils/filter_scp.pl data/train/split4/1/utt2spk data/train/feats.scp
-import sys
+use strict;
+use warnings;
 
-
-def main(argv):
-    exclude, field = False, 1
-    while argv and argv[0].startswith("-") and argv[0] != "-":
-        opt = argv.pop(0)
-        if opt == "--exclude":
-            exclude = True
-        elif opt == "-f" and argv:
-            field = int(argv.pop(0))
-        elif opt.startswith("-f") and opt[2:].isdigit():
-            field = int(opt[2:])
-        else:
-            sys.exit(f"filter_scp.pl: unknown option {opt}\n"
-                     "Usage: utils/filter_scp.pl [--exclude] [-f <field>] <id-list> [<in-scp>...]")
-    if not argv:
-        sys.exit("Usage: utils/filter_scp.pl [--exclude] [-f <field>] <id-list> [<in-scp>...]")
-    ids = set()
-    with open(argv[0], encoding="utf-8") as f:
-        for line in f:
-            parts = line.split(None, 1)
-            if parts:
-                ids.add(parts[0])
-    inputs = argv[1:] or ["-"]
-    out = sys.stdout
-    for name in inputs:
-        f = sys.stdin if name == "-" else open(name, encoding="utf-8")
-        with f:
-            for lineno, line in enumerate(f, start=1):
-                fields = line.split()
-                if len(fields) < field:
-                    sys.exit(f"filter_scp.pl: {name}:{lineno}: line has no field {field}")
-                if (fields[field - 1] in ids) != exclude:
-                    out.write(line if line.endswith("\n") else line + "\n")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+my $usage = "Usage: utils/filter_scp.pl [--exclude] [-f <field>] <id-list> [<in-scp>...]\n";
+my ($exclude, $field) = (0, 1);
+while (@ARGV && $ARGV[0] =~ /^-./) {
+  my $opt = shift @ARGV;
+  if ($opt eq "--exclude") { $exclude = 1; }
+  elsif ($opt eq "-f" && @ARGV) { $field = shift @ARGV; }
+  elsif ($opt =~ /^-f(\d+)$/) { $field = $1; }
+  else { die "filter_scp.pl: unknown option $opt\n$usage"; }
+}
+die $usage unless @ARGV;
+die "filter_scp.pl: -f needs a field number >= 1, got '$field'\n" unless $field =~ /^\d+$/ && $field >= 1;
+my $idlist = shift @ARGV;
+my %ids;
+open(my $ids_fh, "<", $idlist) or die "filter_scp.pl: cannot open $idlist: $!\n";
+while (<$ids_fh>) {
+  my @f = split;
+  $ids{$f[0]} = 1 if @f;
+}
+close($ids_fh);
+push @ARGV, "-" unless @ARGV;
+for my $name (@ARGV) {
+  my $fh;
+  if ($name eq "-") { $fh = \*STDIN; }
+  else { open($fh, "<", $name) or die "filter_scp.pl: cannot open $name: $!\n"; }
+  while (my $line = <$fh>) {
+    my @f = split(" ", $line);
+    die "filter_scp.pl: $name:$.: line has no field $field\n" if @f < $field;
+    if ((exists $ids{$f[$field - 1]} ? 1 : 0) != $exclude) {
+      $line .= "\n" unless $line =~ /\n$/;
+      print $line;
+    }
+  }
+  close($fh) unless $name eq "-";
+}

@@ -1,14 +1,19 @@
-#!/usr/bin/env python3
-# utils/queue.pl: Kaldi's queue.pl job runner (same interface), written in Python (stdlib only).
+#!/usr/bin/env perl
+# utils/queue.pl: Kaldi's queue.pl, with its interface and log format:
 #   queue.pl [--max-jobs-run N] [--gpu N] [--mem M] [--num-threads N] [--config conf] \
 #         [JOB=1:N] <log-file> <command...>
 #   e.g.: queue.pl JOB=1:4 exp/make_mfcc/log/make_mfcc.JOB.log echo JOB
-# See hybridasr/kaldi/job_runner.py for the contract.
-import os
-import sys
+# The work is done by hybridasr/kaldi/job_runner.py (Python, standard library only: any
+# python3 runs it, the toolkit's environment is not needed); see there for the contract.
+# $HYBRIDASR_PYTHON names the interpreter (default: python3 on the PATH).
+use strict;
+use warnings;
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-from hybridasr.kaldi.job_runner import GridEngine, main_cluster  # noqa: E402
-
-if __name__ == "__main__":
-    sys.exit(main_cluster(GridEngine()))
+my $root = dirname(dirname(abs_path($0)));
+$ENV{PYTHONPATH} = (defined $ENV{PYTHONPATH} && $ENV{PYTHONPATH} ne "")
+  ? "$root:$ENV{PYTHONPATH}" : $root;
+my $python = $ENV{HYBRIDASR_PYTHON} || "python3";
+exec { $python } $python, "-m", "hybridasr.kaldi.job_runner", "queue.pl", @ARGV
+  or die "queue.pl: cannot run $python: $!\n";
