@@ -44,7 +44,8 @@ def main(argv=None):
     import kaldiio
 
     from hybridasr.align.alignments import iter_alignment_file
-    from hybridasr.kaldi.intvec import IntVectorWriter, read_int_vectors
+    from hybridasr.kaldi.intvec import read_int_vectors
+    from hybridasr.kaldi.table_writer import IntVectorWriter
 
     rng = np.random.default_rng(0)
     frames = args.utts * args.frames

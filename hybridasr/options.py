@@ -55,6 +55,8 @@ class OptionSpec:
         except (TypeError, ValueError):
             raise ConfigError(f"{self.flag}={value!r}: expected {self.type.__name__}") \
                 from None
+        if value is None:  # an Optional option left unset
+            return value
         if self.choices is not None and value not in self.choices:
             raise ConfigError(f"{self.flag}={value}: expected one of "
                               f"{', '.join(str(c) for c in self.choices)}")
@@ -110,6 +112,9 @@ def option_specs(cls_or_obj) -> List[OptionSpec]:
         if meta is None:
             continue
         typ = hints[f.name]
+        args = [a for a in typing.get_args(typ) if a is not type(None)]
+        if len(args) == 1 and type(None) in typing.get_args(typ):  # Optional[T]: unset is None
+            typ = args[0]
         typ = {"int": int, "float": float, "str": str, "bool": bool}.get(typ, typ)
         if typ not in (int, float, str, bool):
             raise TypeError(f"{cls.__name__}.{f.name}: options are int, float, str or bool")

@@ -5,7 +5,7 @@
 from hybridasr.cli import add_bool, make_parser, run_main
 from hybridasr.errors import ConfigError
 from hybridasr.features.cmvn_table import compute_cmvn_table
-from hybridasr.features.specifiers import rspecifier_path, text_table_path
+from hybridasr.kaldi.specifier import scp_rxfilename, text_table_path
 
 
 def get_parser():
@@ -35,7 +35,7 @@ def main(argv=None):
         dims = [int(d) for d in args.fake_dims.split(":") if d]
     except ValueError:
         raise ConfigError(f"--fake-dims={args.fake_dims}: expected e.g. 13:14") from None
-    compute_cmvn_table(rspecifier_path(args.feats_rspecifier), args.stats_wspecifier,
+    compute_cmvn_table(scp_rxfilename(args.feats_rspecifier), args.stats_wspecifier,
                        spk2utt=text_table_path(args.spk2utt) if args.spk2utt else None,
                        fake=args.fake, fake_dims_list=dims)
     return 0

@@ -4,7 +4,7 @@ import logging
 import sys
 
 from hybridasr.cli import make_parser, run_main
-from hybridasr.kaldi.datadir_durations import write_utt2dur
+from hybridasr.features.utt2dur import write_utt2dur
 
 
 def get_parser():

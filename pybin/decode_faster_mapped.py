@@ -4,8 +4,9 @@ kaldi-decoder package): per-pdf log-likelihoods -> best word sequence per uttera
 import os
 import sys
 
-from hybridasr.cli import add_bool, make_parser, run_main
-from hybridasr.decode.decoder import INT32_MAX, DecodeOptions
+from hybridasr.cli import add_bool, add_options, make_parser, run_main
+from hybridasr.decode.decoder import DecodeOptions
+from hybridasr.options import from_values
 
 
 def get_parser():
@@ -21,21 +22,12 @@ def get_parser():
                 "--word-symbol-table=exp/mono/graph/words.txt exp/dnn/final.mdl "
                 "exp/mono/graph/HCLG.fst scp:exp/dnn/decode/loglikes.1.scp "
                 "ark,t:exp/dnn/decode/hyp.1.tra")
-    d = DecodeOptions()
     p.add_argument("--acoustic-scale", type=float, default=0.1,
                    help="scaling factor for acoustic likelihoods (default: 0.1)")
     p.add_argument("--inv-acoustic-scale", type=float, default=0.0,
                    help="when > 0, use acoustic scale 1/this (an LM weight; for scoring "
                         "scripts that substitute LMWT)")
-    p.add_argument("--beam", type=float, default=d.beam, help="decoding beam (default: 16)")
-    p.add_argument("--max-active", type=int, default=INT32_MAX,
-                   help="maximum number of active states (default: no limit)")
-    p.add_argument("--min-active", type=int, default=d.min_active,
-                   help="minimum number of active states (default: 20)")
-    p.add_argument("--beam-delta", type=float, default=d.beam_delta,
-                   help="increment used when the beam is tightened by --max-active (default: 0.5)")
-    p.add_argument("--hash-ratio", type=float, default=d.hash_ratio,
-                   help="setting used in the decoder to control hash behaviour (default: 2)")
+    add_options(p, DecodeOptions)
     p.add_argument("--word-symbol-table", default="",
                    help="words.txt: when given, each utterance's words are logged")
     add_bool(p, "--allow-partial", True,
@@ -51,10 +43,12 @@ def get_parser():
 def main(argv=None):
     import logging
 
-    from hybridasr.decode.decode_table import TokenTableWriter, decode_table, read_matrices
+    from hybridasr.decode.decode_table import decode_table
     from hybridasr.decode.decoder import MappedDecoder
     from hybridasr.decode.graph import max_input_label, read_fst, read_symbol_table
     from hybridasr.errors import ConfigError
+    from hybridasr.kaldi.matrix_reader import read_matrices
+    from hybridasr.kaldi.table_writer import IntVectorWriter
     from hybridasr.kaldi.transition_model import read_transition_model
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -77,13 +71,11 @@ def main(argv=None):
             raise ConfigError(f"{args.fst_in} was built for a model with {n[0]} pdfs "
                               f"({graph_pdfs}), {args.model_in} has {tm.num_pdfs}")
     symbols = read_symbol_table(args.word_symbol_table) if args.word_symbol_table else None
-    options = DecodeOptions(beam=args.beam, max_active=args.max_active,
-                            min_active=args.min_active, beam_delta=args.beam_delta,
-                            hash_ratio=args.hash_ratio)
+    options = from_values(DecodeOptions, args)
     decoder = MappedDecoder(fst, tm.tid2pdf, tm.num_pdfs, options,
                             max_ilabel=max_input_label(fst, args.fst_in))
-    words = TokenTableWriter(args.words_wspecifier)
-    alis = TokenTableWriter(args.alignments_wspecifier) if args.alignments_wspecifier else None
+    words = IntVectorWriter(args.words_wspecifier)
+    alis = IntVectorWriter(args.alignments_wspecifier) if args.alignments_wspecifier else None
     ok = False
     try:
         summary = decode_table(decoder, read_matrices(args.loglikes_rspecifier),

@@ -1,11 +1,9 @@
 #!/usr/bin/env python3
 """Kaldi's feat-to-len: the number of frames of each feature matrix of a table."""
-import sys
-
 from hybridasr.cli import make_parser, run_main
-from hybridasr.features.specifiers import text_table_path
-from hybridasr.kaldi.datadir_durations import feat_length_of_file, feat_lengths
-from hybridasr.utils.atomic import atomic_open
+from hybridasr.kaldi.matrix_lengths import feat_length_of_file, feat_lengths
+from hybridasr.kaldi.specifier import parse_wspecifier
+from hybridasr.kaldi.table_writer import TextTableWriter
 
 
 def get_parser():
@@ -28,15 +26,11 @@ def main(argv=None):
     if args.lengths_wspecifier is None:
         print(feat_length_of_file(args.feats))
         return 0
+    out = parse_wspecifier(args.lengths_wspecifier, plain_ok=True)
     lengths = feat_lengths(args.feats)
-    out = text_table_path(args.lengths_wspecifier)
-    lines = "".join(f"{utt} {n}\n" for utt, n in lengths.items())
-    if out == "-":
-        sys.stdout.write(lines)
-        sys.stdout.flush()
-    else:
-        with atomic_open(out, "w", encoding="utf-8") as f:
-            f.write(lines)
+    with TextTableWriter(out) as w:
+        for utt, n in lengths.items():
+            w.write(utt, n)
     return 0
 
 

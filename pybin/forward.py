@@ -3,8 +3,8 @@
 nnet1 ``nnet-forward --no-softmax --class-frame-counts`` semantics) as a Kaldi matrix archive."""
 
 
-from hybridasr.cli import make_parser, run_main
-from hybridasr.decode.forward import add_forward_options
+from hybridasr.cli import add_options, make_parser, run_main
+from hybridasr.decode.forward import ForwardOptions
 
 
 def get_parser():
@@ -24,7 +24,7 @@ def get_parser():
                    help="pdfs with a prior below this are disabled")
     p.add_argument("--transition-model", default="",
                    help="Kaldi model (final.mdl) to check the number of pdfs against")
-    add_forward_options(p)
+    add_options(p, ForwardOptions)
     p.add_argument("model_in")
     p.add_argument("data_dir")
     p.add_argument("loglikes_wspecifier")
@@ -37,7 +37,7 @@ def main(argv=None):
     from hybridasr.decode.forward import (chunk_options, device_for, forward_dataset,
                                           load_model_and_data)
     from hybridasr.decode.loglikes import load_log_priors
-    from hybridasr.decode.matrix_writer import open_matrix_writer
+    from hybridasr.kaldi.table_writer import MatrixWriter
     from hybridasr.errors import FormatError
 
     args = get_parser().parse_args(argv)
@@ -55,7 +55,7 @@ def main(argv=None):
                               f"was not trained on this model's alignments")
     log_priors = (load_log_priors(args.class_frame_counts, num_pdfs, args.prior_floor)
                   if args.class_frame_counts else None)
-    with open_matrix_writer(args.loglikes_wspecifier) as writer:
+    with MatrixWriter(args.loglikes_wspecifier) as writer:
         summary = forward_dataset(model, dataset, device, writer.write, num_pdfs, log_priors,
                                   args.prior_scale, chunks)
     logging.getLogger("forward.py").info(

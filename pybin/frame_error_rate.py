@@ -2,8 +2,8 @@
 """Frame error rate of a trained model against alignment targets (no decoding graph needed)."""
 
 
-from hybridasr.cli import make_parser, run_main
-from hybridasr.decode.forward import add_forward_options
+from hybridasr.cli import add_options, make_parser, run_main
+from hybridasr.decode.forward import ForwardOptions
 
 
 def get_parser():
@@ -14,7 +14,7 @@ def get_parser():
         "'%FER <rate> [ <errors> / <frames> frames, <n> utterances ]'.",
         usage="frame_error_rate.py [options] <model-in> <data-dir> <targets-scp>",
         example="frame_error_rate.py exp/blstm/final.nnet data/test exp/ali_test/targets.scp")
-    add_forward_options(p)
+    add_options(p, ForwardOptions)
     p.add_argument("model_in")
     p.add_argument("data_dir")
     p.add_argument("targets_scp", help="scp of int32 pdf-id vectors (scp: prefix optional)")

@@ -32,7 +32,7 @@ def main(argv=None):
     from hybridasr.data.dataset import UtteranceDataset
     from hybridasr.data.transform import FeatureTransform
     from hybridasr.decode.gmm import read_gmm_model
-    from hybridasr.decode.matrix_writer import open_matrix_writer
+    from hybridasr.kaldi.table_writer import MatrixWriter
     from hybridasr.errors import ConfigError, FormatError
 
     args = get_parser().parse_args(argv)
@@ -50,7 +50,7 @@ def main(argv=None):
                               f"{args.delta_order} have dim {dim}, {args.model_in} expects "
                               f"{gmm.dim} (wrong --delta-order, or an LDA system?)")
     frames = 0
-    with open_matrix_writer(args.loglikes_wspecifier) as w:
+    with MatrixWriter(args.loglikes_wspecifier) as w:
         for utt in ds:
             ll = gmm.log_likelihoods(ds.load(utt)[0])
             w.write(utt, ll)

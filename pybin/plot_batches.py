@@ -4,11 +4,10 @@ import os
 
 import json
 
-from hybridasr.cli import make_parser, run_main
-from hybridasr.data.lengths import read_lengths
-from hybridasr.data.options import add_data_options, data_config_from_args
+from hybridasr.cli import add_options, make_parser, run_main
+from hybridasr.kaldi.matrix_lengths import read_lengths
+from hybridasr.data.options import BATCHING_CONFIG, data_config_from_args, data_option_sets
 from hybridasr.data.plot import plot_batch_orders
-from hybridasr.errors import ConfigError
 from hybridasr.kaldi.table import read_int_map
 
 
@@ -22,7 +21,9 @@ def get_parser():
         usage="plot_batches.py [options] <data-dir|lengths-file> <out.png>",
         example="plot_batches.py --strategies=random,sorted,bucketing,laplace:8 "
                 "--bucket-width=250 data/train exp/batches.png")
-    add_data_options(p)
+    for title, declared in data_option_sets():
+        add_options(p, declared, title)
+    p.add_config_file_option(*BATCHING_CONFIG)
     p.add_argument("--strategies", default="random,sorted,bucketing,laplace:8,laplace:64,"
                                             "optimal_buckets:6",
                    help="comma-separated --seq-ordering values, one panel each")
@@ -43,11 +44,7 @@ def main(argv=None):
     configs, labels = [], []
     for name in [s for s in args.strategies.split(",") if s]:
         args.seq_ordering = name
-        cfg = data_config_from_args(args)
-        if name == "bucketing" and not (cfg.bucket_width or cfg.bucket_boundaries):
-            raise ConfigError("--strategies has bucketing: give --bucket-width or "
-                              "--bucket-boundaries")
-        configs.append(cfg)
+        configs.append(data_config_from_args(args))  # each strategy checks its options
         labels.append(name)
     stats = plot_batch_orders(lengths, configs, labels, args.png, args.epoch)
     for label, s in zip(labels, stats):

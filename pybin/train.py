@@ -7,10 +7,11 @@ from hybridasr.cli import make_parser, run_main
 
 
 def get_parser():
-    from hybridasr.data.options import add_data_options
-    from hybridasr.models import add_model_options
-    from hybridasr.train.lr_schedule import add_lr_schedule_options
-    from hybridasr.train.options import add_train_options
+    from hybridasr.cli import add_options
+    from hybridasr.data.options import BATCHING_CONFIG, data_option_sets
+    from hybridasr.models import MODEL_CONFIG, model_options
+    from hybridasr.train.lr_schedule import SCHEDULE_CONFIG, schedule_options
+    from hybridasr.train.options import TrainConfig
 
     p = make_parser(
         "train.py",
@@ -23,10 +24,18 @@ def get_parser():
                 "--batching-config=conf/batching/laplace.conf --schedule-config=conf/schedule/"
                 "newbob.conf data/train_tr90 data/train_cv10 exp/ali_train exp/ali_train "
                 "exp/blstm")
-    add_model_options(p)
-    add_data_options(p)
-    add_lr_schedule_options(p)
-    add_train_options(p)
+    p.add_config_file_option(*MODEL_CONFIG)
+    add_options(p, model_options(), "model")
+    for title, declared in data_option_sets():
+        add_options(p, declared, title)
+    p.add_config_file_option(*BATCHING_CONFIG)
+    p.add_config_file_option(*SCHEDULE_CONFIG)
+    add_options(p, schedule_options(), "learning-rate schedule")
+    add_options(p, TrainConfig, "training")
+    from hybridasr.cli import add_bool
+    add_bool(p, "--restart", False, "start the training over: remove what an earlier run "
+             "wrote in <exp-dir> (nnet/, train_state.json, final.nnet, metrics.jsonl, ...; "
+             "nothing else); false: resume it (a finished run is left as it is)")
     p.add_argument("data_tr")
     p.add_argument("data_cv")
     p.add_argument("ali_tr")
@@ -50,12 +59,13 @@ def main(argv=None):
     tcfg = train_config_from_args(args)
     schedule = lr_schedule_from_args(args)
     os.makedirs(args.exp_dir, exist_ok=True)
+    restart, args.restart = args.restart, None  # an action, not a setting: not in train.conf
     if int(os.environ.get("RANK", "0")) == 0:
         save_resolved_config(parser, args, os.path.join(args.exp_dir, "train.conf"))
         save_config_json(os.path.join(args.exp_dir, "config.json"), data=dcfg.to_dict(),
                          model=mcfg, train=tcfg.__dict__, options=options_dict(parser, args))
     state = train(TrainInputs(args.data_tr, args.data_cv, args.ali_tr, args.ali_cv,
-                              args.exp_dir), dcfg, mcfg, tcfg, schedule)
+                              args.exp_dir), dcfg, mcfg, tcfg, schedule, restart=restart)
     import json
     import logging
 

@@ -69,6 +69,12 @@ $cmd "$dir/log/import_ali.log" \
   || { echo "$0: error importing alignments; see $dir/log/import_ali.log:" >&2;
        grep -E "ERROR|Error|error" "$dir/log/import_ali.log" | tail -n 3 >&2 || true; exit 1; }
 
-grep '^{' "$dir/log/import_ali.log" | tail -n 1 | sed "s|^|$0: |" || true
-echo "$0: imported $(wc -l < "$dir/targets.scp") utterances from $alidir into $dir" \
-     "($(cat "$dir/num_pdfs") pdfs)"
+counts=$(json_get.py "$dir/import_report.json" utterances_imported frames_imported num_pdfs \
+  dropped_over_tolerance alignment_without_features features_without_alignment)
+read -r -d '' utts frames num_pdfs dropped no_feats no_ali <<< "$counts" || true
+echo "$0: imported $utts utterances ($frames frames, $num_pdfs pdfs) from $alidir into $dir"
+if [ $((dropped + no_feats + no_ali)) -gt 0 ]; then
+  echo "$0: left out: $dropped alignments $length_tolerance or more frames off the features," \
+       "$no_feats alignments without features, $no_ali utterances without an alignment" \
+       "(examples in $dir/import_report.json)"
+fi

@@ -19,12 +19,11 @@ from hybridasr.align.ali_tools import ali_to_phones, analyze_counts, show_alignm
 from hybridasr.align.alignments import iter_alignment_dir
 from hybridasr.align.counts import DISABLED_LOG_PRIOR, log_priors, read_counts
 from hybridasr.align.importer import import_alignments
-from hybridasr.align.length import match_length, within_tolerance
+from hybridasr.align.length_tolerance import match_length, within_tolerance
 from hybridasr.align.phones import phone_segments
-from hybridasr.align.targets import load_targets
-from hybridasr.align.transforms import subsample_labels
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.intvec import IntVectorWriter, read_int_vectors
+from hybridasr.kaldi.intvec import read_int_vector_scp, read_int_vectors
+from hybridasr.kaldi.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import (TransitionModel, read_transition_model,
                                               write_transition_model)
 
@@ -138,7 +137,7 @@ def test_import_outputs(imported, tm, alis, digits):
     out, report = imported
     assert report.utterances_imported == 120 and report.frames_imported == 4485
     assert report.exact_length == 120 and report.dropped_over_tolerance == 0
-    targets = load_targets(str(out / "targets.scp"))
+    targets = read_int_vector_scp(str(out / "targets.scp"))
     assert list(targets) == sorted(alis)
     for utt, ali in alis.items():
         assert targets[utt].dtype == np.int32
@@ -192,13 +191,6 @@ def test_show_alignments(digits, tmp_path):
     assert lines[1].split()[1:] == ["z_B", "iy_I", "r_I", "ow_E"] and lines[2] == ""
 
 
-def test_transforms():
-    t = np.array([1, 2, 3, 4, 5], dtype=np.int32)
-    assert subsample_labels(t, 3).tolist() == [1, 4] and subsample_labels(t, 1).tolist() == t.tolist()
-    with pytest.raises(ValueError):
-        subsample_labels(t, 0)
-
-
 def test_length_tolerance_semantics():
     """Kaldi nnet1 trims both to the shorter: targets longer than the features are cut,
     shorter ones kept as they are (no label is made up); 5 or more apart: dropped."""
@@ -237,8 +229,8 @@ def test_binary_multi_job_alignments_import_identically(imported, alis, digits, 
     (data / "utt2num_frames").write_text("".join(f"{k} {len(v)}\n" for k, v in sorted(alis.items())))
     report = import_alignments(str(ali_dir), str(data), str(tmp_path / "out"))
     assert report.utterances_imported == 120
-    a = load_targets(str(tmp_path / "out/targets.scp"))
-    b = load_targets(str(imported[0] / "targets.scp"))
+    a = read_int_vector_scp(str(tmp_path / "out/targets.scp"))
+    b = read_int_vector_scp(str(imported[0] / "targets.scp"))
     assert list(a) == list(b) and all(np.array_equal(a[k], b[k]) for k in a)
 
 
@@ -253,7 +245,7 @@ def test_tuples_model_import(alis, tm, digits, tmp_path):
     data.mkdir()
     (data / "utt2num_frames").write_text("".join(f"{k} {len(v)}\n" for k, v in sorted(alis.items())))
     import_alignments(str(ali_dir), str(data), str(tmp_path / "out"))
-    targets = load_targets(str(tmp_path / "out/targets.scp"))
+    targets = read_int_vector_scp(str(tmp_path / "out/targets.scp"))
     assert (tmp_path / "out/num_pdfs").read_text() == "140\n"
     for utt, ali in alis.items():
         loops = tm.tid_is_self_loop[ali]
@@ -277,7 +269,7 @@ def test_length_mismatches_and_missing_utterances(alis, digits, tmp_path):
     assert (r.shorter_within_tolerance, r.trimmed_within_tolerance, r.dropped_over_tolerance,
             r.alignment_without_features, r.features_without_alignment,
             r.utterances_imported, r.exact_length) == (1, 1, 1, 1, 1, 118, 116)
-    t = load_targets(str(out / "targets.scp"))
+    t = read_int_vector_scp(str(out / "targets.scp"))
     assert keys[2] not in t and keys[3] not in t and "extra_utt" not in t
     tm = read_transition_model(str(digits / "exp/mono_ali/final.mdl"))
     # every imported alignment is its own pdfs, cut at the feature length, never extended
@@ -344,7 +336,7 @@ def test_step_script_end_to_end(digits, repo_dir, env_with_path, tmp_path):
     assert r.returncode == 0, r.stderr + r.stdout
     assert "imported 120 utterances" in r.stdout
     assert json.loads((out / "import_report.json").read_text())["length_tolerance"] == 3
-    assert len(load_targets(str(out / "targets.scp"))) == 120
+    assert len(read_int_vector_scp(str(out / "targets.scp"))) == 120
     assert len((out / "target_lengths").read_text().splitlines()) == 120
     # an import-time label delay is refused, naming the trainer's option; nothing is written
     out3 = tmp_path / "imp3"

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from hybridasr.data.batching import FrameBufferPlan
+from hybridasr.data.batching.frame_shuffle import FrameBufferPlan
 from hybridasr.data.batching.optimal_buckets import optimal_bucket_ends
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
@@ -271,3 +271,20 @@ def test_unknown_strategy_and_bad_values_are_config_errors():
         with pytest.raises(ConfigError):
             cfg(**bad)
     assert DataConfig.from_dict(cfg(seq_ordering="laplace:8").to_dict()).seq_ordering == "laplace:8"
+
+
+def test_a_saved_flat_data_config_still_loads():
+    # a model's "data_config" as saved before strategies declared their own options
+    saved = {"norm_means": True, "norm_vars": False, "global_norm": False, "delta_order": 0,
+             "delta_window": 2, "splice": 5, "stack_frames": 1, "subsample": 1,
+             "label_delay": 0, "seq_ordering": "bucketing", "bucket_boundaries": "",
+             "bucket_width": 250, "bucket_order": "curriculum", "chunking": "",
+             "chunking_loss": "all", "tbptt": "", "max_frames": 5000, "max_seqs": 0,
+             "max_seq_length": 5000, "max_seq_length_mode": "split",
+             "randomizer_size": 32768, "min_batches_per_epoch": 0, "seed": 777,
+             "num_workers": 2, "prefetch": 2}
+    c = DataConfig.from_dict(saved)
+    assert c.to_dict() == saved and (c.bucket_width, c.splice) == (250, 5)
+    assert plan_epoch(LENGTHS, c, 1) == plan_epoch(LENGTHS, cfg(**saved), 1)
+    with pytest.raises(ConfigError, match="unknown data config keys: bucket_size"):
+        DataConfig.from_dict({**saved, "bucket_size": 3})

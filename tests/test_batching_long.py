@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from hybridasr.data.batching import BatchPlan, FrameBufferPlan
+from hybridasr.data.batching import BatchPlan
+from hybridasr.data.batching.frame_shuffle import FrameBufferPlan
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.epoch import plan_epoch

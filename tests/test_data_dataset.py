@@ -11,13 +11,13 @@ import torch
 
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
-from hybridasr.data.lengths import read_lengths, read_scp_lengths
+from hybridasr.kaldi.matrix_lengths import read_lengths, read_scp_lengths
 from hybridasr.data.loader import make_batch_iterator, num_batches
 from hybridasr.data.transform import IGNORE_INDEX, FeatureTransform
 from hybridasr.errors import FormatError
 from hybridasr.features.cmvn import apply_cmvn
 from hybridasr.features.context import add_deltas, splice_frames
-from hybridasr.kaldi.table import ArkScpWriter
+from hybridasr.kaldi.table_writer import ArkScpWriter
 
 
 def absolute_scp(src, dst, base):

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from hybridasr.cli import make_parser
+from hybridasr.cli import add_options, make_parser
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch
-from hybridasr.data.options import add_data_options, data_config_from_args
+from hybridasr.data.options import BATCHING_CONFIG, data_config_from_args, data_option_sets
 from hybridasr.errors import ConfigError
 
 CONFS = sorted((__import__("pathlib").Path(__file__).resolve().parents[1]
@@ -15,7 +15,9 @@ CONFS = sorted((__import__("pathlib").Path(__file__).resolve().parents[1]
 
 def parser():
     p = make_parser("train.py", "test")
-    add_data_options(p)
+    for title, declared in data_option_sets():
+        add_options(p, declared, title)
+    p.add_config_file_option(*BATCHING_CONFIG)
     return p
 
 

@@ -11,7 +11,7 @@ from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.decode.forward import ChunkOptions, forward_dataset, model_logits
 from hybridasr.decode.loglikes import scaled_loglikes
-from hybridasr.decode.matrix_writer import open_matrix_writer
+from hybridasr.kaldi.table_writer import MatrixWriter
 from hybridasr.errors import FormatError  # noqa: E402
 
 
@@ -84,7 +84,7 @@ def test_forward_dataset_real_features(kaldi_digits, monkeypatch, tmp_path, subs
     dim = t.output_dim(ds.feature_dim())
     priors = np.log(np.full(4, 0.25, np.float32))
     spec = f"ark,scp:{tmp_path}/ll.ark,{tmp_path}/ll.scp"
-    with open_matrix_writer(spec) as w:
+    with MatrixWriter(spec) as w:
         s = forward_dataset(ConvModel(dim, 4), ds, torch.device("cpu"), w.write, 4, priors)
     assert s.num_utts == len(ds) == 30
     got = dict(kaldiio.load_scp(f"{tmp_path}/ll.scp"))
@@ -97,7 +97,7 @@ def test_forward_dataset_real_features(kaldi_digits, monkeypatch, tmp_path, subs
         if subsample == 2:
             np.testing.assert_array_equal(m[0], m[1])
     with pytest.raises(FormatError, match="gave 4 outputs, expected 5"):
-        with open_matrix_writer(f"ark:{tmp_path}/x.ark") as w:
+        with MatrixWriter(f"ark:{tmp_path}/x.ark") as w:
             forward_dataset(ConvModel(dim, 4), ds, torch.device("cpu"), w.write, 5)
     assert not (tmp_path / "x.ark").exists()
 

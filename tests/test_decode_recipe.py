@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from hybridasr.decode.pseudo_loglikes import pseudo_loglikes
-from hybridasr.decode.text_archive import read_text_archive
-from hybridasr.kaldi.table import ArkScpWriter
+from hybridasr.kaldi.table import read_text_archive
+from hybridasr.kaldi.table_writer import ArkScpWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 
 # A stand-in for every external program: records its argv (one JSON file per call), then acts.

@@ -6,10 +6,15 @@ import math
 
 import pytest
 
-from hybridasr.cli import make_parser
+from hybridasr.cli import add_options, make_parser
 from hybridasr.errors import ConfigError
-from hybridasr.train.lr_schedule import (add_lr_schedule_options, lr_schedule_from_args,
-                                         make_lr_schedule)
+from hybridasr.train.lr_schedule import (SCHEDULE_CONFIG, lr_schedule_from_args,
+                                         make_lr_schedule, schedule_options)
+
+
+def add_lr_schedule_options(p):  # as train.py registers them
+    p.add_config_file_option(*SCHEDULE_CONFIG)
+    add_options(p, schedule_options(), "learning-rate schedule")
 
 
 def run(s, initial, losses):
@@ -226,11 +231,13 @@ def test_options_from_a_schedule_config_file(tmp_path):
 
 
 def test_repo_schedule_confs_load(repo_dir):
-    from hybridasr.data.options import add_data_options
+    from hybridasr.cli import add_options
+    from hybridasr.data.options import data_option_sets
 
     p = make_parser("t", "test")
     add_lr_schedule_options(p)
-    add_data_options(p)  # newbob.conf also sets how many updates an epoch has at least
+    for title, declared in data_option_sets():  # newbob.conf also sets how many updates
+        add_options(p, declared, title)  # an epoch has at least
     p.add_argument("--optimizer")
     for conf in sorted((repo_dir / "conf" / "schedule").glob("*.conf")) + \
             [repo_dir / "egs/digits/s5/conf/schedule.conf"]:

@@ -12,10 +12,10 @@ import pickle
 import pytest
 import torch
 
-from hybridasr.cli import make_parser
+from hybridasr.cli import add_options, make_parser
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.models import (add_model_options, build_model, load_model,
-                              model_config_from_args, reset_state, save_model)
+from hybridasr.models import (MODEL_CONFIG, build_model, load_model, model_config_from_args,
+                              model_options, reset_state, save_model)
 from hybridasr.models.blstm import reverse_index, reverse_within
 from tests.conftest import REPO, SHARED
 
@@ -275,9 +275,10 @@ def test_load_refuses_files_that_are_not_models(tmp_path):
         load_model(str(bad))
 
 
-def parser():
+def parser():  # the model options as train.py registers them
     p = make_parser("train.py", "test")
-    add_model_options(p)
+    p.add_config_file_option(*MODEL_CONFIG)
+    add_options(p, model_options(), "model")
     return p
 
 

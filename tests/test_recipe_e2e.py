@@ -89,10 +89,15 @@ def test_stage_3_after_deleting_the_model_retrains_only(recipe_run):
     s5, env, _ = recipe_run
     feats_mtime = (s5 / "data/train/feats.scp").stat().st_mtime_ns
     # deleting only final.nnet of a finished training trains again from scratch
+    os.utime(s5 / "exp/blstm/nnet/epoch0.nnet", ns=(10**9, 10**9))  # an old time stamp
     os.unlink(s5 / "exp/blstm/final.nnet")
     out = run_recipe(s5, env, "--stage", "3", "--stop-stage", "3")
     assert "training again from scratch" in out
     assert (s5 / "exp/blstm/final.nnet").exists()
+    # train.py --restart=true removed its own files (epoch 0 is new), nothing else
+    assert (s5 / "exp/blstm/nnet/epoch0.nnet").stat().st_mtime_ns != 10**9
+    assert "initial cross-validation" in (s5 / "exp/blstm/log/train.log").read_text()
+    assert list((s5 / "exp/blstm/decode_test").glob("wer_*"))
     # and so does deleting the whole exp dir
     shutil.rmtree(s5 / "exp/blstm")
     out = run_recipe(s5, env, "--stage", "3")

@@ -3,6 +3,7 @@ dirs imported on the way, what decoding needs copied beside the model, failures 
 log."""
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -52,3 +53,30 @@ def test_train_sh_failures_are_explained(repo_dir, env_with_path, kaldi_digits, 
     assert "training failed, see" in p.stderr and "exp2/log/train.log" in p.stderr
     p = train_sh(repo_dir, env_with_path, tmp_path, tr, cv)
     assert p.returncode != 0 and "e.g.:" in p.stderr
+
+
+def test_train_sh_restart_trains_from_scratch(repo_dir, env_with_path, kaldi_digits, digits,
+                                              tmp_path):
+    """--restart true reaches train.py: the files of an earlier training go (a finished state
+    that a resume would keep, a stale epoch), the others stay (resuming, the default, and what
+    exactly is removed: test_train_restart.py)."""
+    tr, cv, ali = digits
+    exp = tmp_path / "exp"
+    (exp / "nnet").mkdir(parents=True)
+    (exp / "nnet" / "epoch7.nnet_rejected").write_text("stale")
+    (exp / "train_state.json").write_text(json.dumps({"done": True, "epoch": 7}))
+    (exp / "decode_test").mkdir()
+    (exp / "decode_test" / "wer_10").write_text("%WER 0.00 [ 0 / 30, 0 ins, 0 del, 0 sub ]\n")
+    mlp = ("--model=mlp --num-layers=1 --hidden-size=8 --seq-ordering=frame_shuffle "
+           "--max-frames=2048 --max-iters=1 --num-workers=0 --progress-every=0 --num-threads=1")
+    p = train_sh(repo_dir, env_with_path, tmp_path, "--restart", "true", "--train-opts", mlp,
+                 tr, cv, kaldi_digits / "data/lang", ali, ali, exp)
+    assert p.returncode == 0, p.stderr
+    log = (exp / "log/train.log").read_text()
+    assert "--restart=true" in log and "initial cross-validation" in log
+    assert not (exp / "nnet" / "epoch7.nnet_rejected").exists()
+    assert json.loads((exp / "train_state.json").read_text())["epoch"] == 1
+    assert (exp / "decode_test" / "wer_10").exists() and (exp / "final.nnet").exists()
+    p = train_sh(repo_dir, env_with_path, tmp_path, "--restart", "maybe", "--train-opts", mlp,
+                 tr, cv, kaldi_digits / "data/lang", ali, ali, exp)
+    assert p.returncode != 0 and 'expected "true" or "false": --restart maybe' in p.stderr

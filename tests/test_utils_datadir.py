@@ -241,7 +241,7 @@ def test_subset_modes(s5, env_with_path, monkeypatch):
     util("subset_data_dir.sh", "--per-spk", src, 3, "data/per3", cwd=s5, env=env_with_path)
     assert lines(s5 / "data/per3/spk2utt")[0] == "jackson_0 jackson_0_0 jackson_0_3 jackson_0_6"
     util("subset_data_dir.sh", "--shortest", src, 4, "data/short4", cwd=s5, env=env_with_path)
-    from hybridasr.data.lengths import read_scp_lengths
+    from hybridasr.kaldi.matrix_lengths import read_scp_lengths
     monkeypatch.chdir(s5)
     lengths = read_scp_lengths("data/train/feats.scp")
     shortest = sorted(lengths, key=lambda u: (lengths[u], u))[:4]

@@ -11,9 +11,10 @@ import numpy as np
 from hybridasr.align.counts import count_labels
 from hybridasr.align.phones import phone_segments
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.intvec import IntVectorWriter, read_int_vectors
-from hybridasr.kaldi.rspecifier import OutputStream
+from hybridasr.kaldi.intvec import read_int_vectors
+from hybridasr.kaldi.streams import OutputStream
 from hybridasr.kaldi.table import iter_map_lines
+from hybridasr.kaldi.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.vector_io import format_kaldi_vector, write_kaldi_vector
 

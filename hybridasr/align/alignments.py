@@ -23,7 +23,8 @@ def num_jobs(ali_dir: str) -> int:
         with open(path, encoding="utf-8") as f:
             text = f.read().strip()
     except OSError as e:
-        raise FormatError(f"cannot read {path}: {e.strerror} (not a Kaldi alignment dir?)") from None
+        raise FormatError(f"cannot read {path}: {e.strerror} (not a Kaldi alignment dir?)") \
+            from None
     if not text.isdigit() or int(text) < 1:
         raise FormatError(f"{path}: expected a positive integer, got {text[:40]!r}")
     return int(text)

@@ -92,13 +92,3 @@ def phone_segments(tm: TransitionModel, ali: np.ndarray, what: str = "alignment"
     starts = np.concatenate([[0], ends[:-1]])
     phones = tm.tid2phone[np.asarray(ali)[starts]] if len(ends) else np.zeros(0, np.int32)
     return list(zip(phones.tolist(), (ends - starts).tolist()))
-
-
-def phone_sequence(tm: TransitionModel, ali: np.ndarray, what: str = "alignment",
-                   strict: bool = True) -> List[int]:
-    return [p for p, _ in phone_segments(tm, ali, what, strict)]
-
-
-def per_frame_phones(tm: TransitionModel, ali: np.ndarray, what: str = "alignment") -> np.ndarray:
-    """Kaldi's ``ali-to-phones --per-frame``: the phone of each frame."""
-    return tm.tid2phone[tm.check_alignment(ali, what)]

@@ -19,11 +19,12 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from hybridasr.align.length import DEFAULT_LENGTH_TOLERANCE, within_tolerance
-from hybridasr.data.lengths import read_lengths
+from hybridasr.align.length_tolerance import DEFAULT_LENGTH_TOLERANCE, within_tolerance
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.table import load_scp_lazy, read_int_map, read_map
+from hybridasr.kaldi.matrix_lengths import read_lengths
+from hybridasr.kaldi.matrix_reader import load_scp_lazy
+from hybridasr.kaldi.table import read_int_map, read_map
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from typing import Dict, List, Mapping
 import numpy as np
 
 from hybridasr.data.batching import Item, make_strategy
+from hybridasr.data.batching.sharding import check_world
 from hybridasr.data.config import DataConfig
 from hybridasr.errors import ConfigError
 
@@ -105,7 +106,7 @@ def make_items(lengths: Mapping[str, int], config: DataConfig) -> List[Item]:
     if cs:
         once = config.chunking_loss == "once"
         items = [c for it in items for c in chunk(it, *cs, once=once)]
-    if config.max_frames and config.seq_ordering != "frame_shuffle" and not config.tbptt:
+    if config.max_frames and not make_strategy(config).splits_utterances:
         too_long = [it.length for it in items if it.length > config.max_frames]
         if too_long:
             _log_once(logging.INFO, "%d %s longer than --max-frames=%d (the longest %d) get a "
@@ -116,10 +117,9 @@ def make_items(lengths: Mapping[str, int], config: DataConfig) -> List[Item]:
 
 def plan_epoch(lengths: Mapping[str, int], config: DataConfig, epoch: int, rank: int = 0,
                world_size: int = 1) -> list:
-    """This rank's plans (``BatchPlan`` or, for frame shuffling, ``FrameBufferPlan``)."""
-    from hybridasr.data.sharding import _check_world
-
-    _check_world(rank, world_size)
+    """This rank's plans (``BatchPlan``s, or a strategy's own plan type, see
+    ``hybridasr.data.batching.plans``)."""
+    check_world(rank, world_size)
     items = make_items(lengths, config)
     if not items:
         raise ConfigError("no utterances left to batch")
@@ -145,8 +145,7 @@ def plan_stats(plans: list) -> Dict[str, float]:
     num_batches = sum(p.num_batches for p in plans)
     real = sum(p.num_real_frames for p in plans)
     padded = sum(p.num_padded_frames for p in plans)
-    seqs = sum(p.num_frames if hasattr(p, "seed") else
-               sum(1 for it in p.items if it is not None) for p in plans)
+    seqs = sum(p.num_sequences for p in plans)
     return {
         "num_batches": num_batches,
         "num_sequences": seqs,

@@ -2,66 +2,40 @@
 
 ``make_batch_iterator`` plans the epoch (a function of seed, epoch, rank and world size; see
 ``hybridasr.data.epoch``) and returns an iterable whose units (one batch; a group of batches
-cut from the same utterances, ``BatchPlan.joins_previous``; or one frame-shuffle buffer
-giving several) are loaded by ``config.num_workers`` processes (0 = in this process), at most
-``config.prefetch`` units per worker ahead: memory stays bounded. A unit reads each of its
+cut from the same utterances, ``BatchPlan.joins_previous``; or a strategy's own plan type,
+which loads itself, see ``hybridasr.data.batching.plans``) are loaded by
+``config.num_workers`` processes (0 = in this process), at most ``config.prefetch`` units per
+worker ahead: memory stays bounded. A unit reads each of its
 utterances once (the dataset keeps them while their chunks or pieces are cut), and the
 batches are the same whatever the number of workers.
 """
 from __future__ import annotations
 
 import contextlib
-from typing import Dict, Iterator, List
+from functools import partial
+from typing import Dict, Iterator
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from hybridasr.data.batch import Batch, collate
-from hybridasr.data.batching import BatchPlan, FrameBufferPlan
+from hybridasr.data.batching import BatchPlan, make_strategy
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
 from hybridasr.data.transform import IGNORE_INDEX
 
 
-class LoadedFrameBuffer:
-    """A frame-shuffle buffer as loaded by a worker: its frames in two tensors (one transfer
-    between processes) and the minibatch indices; ``batches()`` cuts the minibatches."""
-
-    def __init__(self, plan: FrameBufferPlan, dim: int, loaded):
-        self.feats = torch.from_numpy(np.concatenate([x for x, _ in loaded]) if loaded
-                                      else np.zeros((0, dim), np.float32))
-        self.targets = torch.from_numpy(np.concatenate([y for _, y in loaded])) \
-            if loaded and loaded[0][1] is not None else None
-        self.plan = plan
-
-    def batches(self) -> List[Batch]:
-        plan = self.plan
-        utts = [it.utt for it in plan.items]
-        starts = np.array([it.start for it in plan.items], dtype=np.int64)
-        out = []
-        for index in plan.frame_batches():
-            which, t = plan.locate(index)
-            pos = (starts[which] + t).tolist()
-            idx = torch.from_numpy(index)
-            out.append(Batch(
-                self.feats[idx][:, None, :],
-                None if self.targets is None else self.targets[idx][:, None],
-                torch.ones(len(index), dtype=torch.int64),
-                [utts[i] for i in which.tolist()], [(p, p + 1) for p in pos]))
-        return out
-
-
 def plan_units(plans: list) -> list:
-    """What one worker loads at a time: a ``FrameBufferPlan``, or a list of ``BatchPlan``
-    (one, or a group whose later batches have ``joins_previous``)."""
+    """What one worker loads at a time: a list of ``BatchPlan`` (one, or a group whose later
+    batches have ``joins_previous``), or a plan of a strategy's own type."""
     units: list = []
     for p in plans:
-        if isinstance(p, BatchPlan) and p.joins_previous and units and \
-                isinstance(units[-1], list):
+        if not isinstance(p, BatchPlan):
+            units.append(p)
+        elif p.joins_previous and units and isinstance(units[-1], list):
             units[-1].append(p)
         else:
-            units.append([p] if isinstance(p, BatchPlan) else p)
+            units.append([p])
     return units
 
 
@@ -84,6 +58,12 @@ def load_item(dataset, it):
     return x, y
 
 
+def read_items(dataset, items) -> list:
+    """(feats, targets) of each item; an utterance giving several is read once."""
+    with _holding(dataset, items):
+        return [load_item(dataset, it) for it in items]
+
+
 def load_batch(dataset, plan: BatchPlan, dim: int) -> Batch:
     rows = [None if it is None else load_item(dataset, it) for it in plan.items]
     keys = ["" if it is None else it.utt for it in plan.items]
@@ -92,11 +72,10 @@ def load_batch(dataset, plan: BatchPlan, dim: int) -> Batch:
 
 
 def load_plan(dataset, plan, dim: int):
-    """One plan unit loaded: a list of Batches, or a ``LoadedFrameBuffer``."""
-    if isinstance(plan, FrameBufferPlan):
-        with _holding(dataset, plan.items):
-            return LoadedFrameBuffer(plan, dim, [dataset.load(it.utt, it.start, it.end)
-                                                 for it in plan.items])
+    """One plan unit loaded (in a worker): a list of Batches, or what a strategy's own plan
+    type loads (whose ``batches()`` the training process calls)."""
+    if not isinstance(plan, (BatchPlan, list)):
+        return plan.load(partial(read_items, dataset), dim)
     if isinstance(plan, BatchPlan):
         plan = [plan]
     with _holding(dataset, [it for b in plan for it in b.items]):
@@ -131,9 +110,10 @@ class BatchIterator:
         self.rank, self.world_size, self.pin_memory = rank, world_size, pin_memory
         self.plans = plan_epoch(dataset.output_lengths, config, epoch, rank, world_size)
         self.dim = dataset.transform.output_dim(dataset.feature_dim())
-        sw = config.tbptt_streams_window()
-        if sw and hasattr(dataset, "cache_utts"):  # windows of an utterance come in a row
-            dataset.cache_utts = max(dataset.cache_utts, 2 * sw[0])
+        self.strategy = make_strategy(config)
+        cached = self.strategy.cached_utterances()
+        if cached and hasattr(dataset, "cache_utts"):  # e.g. windows of utterances in a row
+            dataset.cache_utts = max(dataset.cache_utts, cached)
 
     def __len__(self) -> int:
         return sum(p.num_batches for p in self.plans)
@@ -141,8 +121,7 @@ class BatchIterator:
     def stats(self) -> Dict[str, float]:
         """Per-epoch figures for the trainer's JSON report."""
         s = {"epoch": self.epoch, "rank": self.rank, "world_size": self.world_size,
-             "strategy": self.config.tbptt and f"tbptt:{self.config.tbptt}" or
-             self.config.seq_ordering, "chunking": self.config.chunking or None}
+             "strategy": self.strategy.label(), "chunking": self.config.chunking or None}
         s.update(plan_stats(self.plans))
         return s
 
@@ -154,11 +133,11 @@ class BatchIterator:
         if workers > 0:
             kwargs.update(prefetch_factor=self.config.prefetch, worker_init_fn=_seed_worker)
         for unit in DataLoader(units, **kwargs):
-            if isinstance(unit, LoadedFrameBuffer):
+            if isinstance(unit, list):
+                yield from unit
+            else:  # a strategy's own unit, cut into batches here (pinned, as the loader's)
                 for b in unit.batches():
                     yield b.pin_memory() if self.pin_memory else b
-            else:
-                yield from unit
 
 
 def make_batch_iterator(dataset, config: DataConfig, epoch: int, rank: int = 0,

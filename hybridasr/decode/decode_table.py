@@ -3,11 +3,12 @@
 Every utterance of the input gets an output line: an utterance with no surviving path is
 written with an empty word sequence (so scoring counts its words as deletions) and a warning;
 one that reaches no final state gets its best partial path (Kaldi's ``--allow-partial``).
+The log-likelihoods come from ``hybridasr.kaldi.matrix_reader.read_matrices``, the words and
+alignments go to ``hybridasr.kaldi.table_writer.IntVectorWriter``s.
 """
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from dataclasses import dataclass
 from typing import Dict, Iterable, Optional, Tuple
@@ -15,7 +16,7 @@ from typing import Dict, Iterable, Optional, Tuple
 import numpy as np
 
 from hybridasr.decode.decoder import MappedDecoder
-from hybridasr.errors import FormatError
+from hybridasr.kaldi.table_writer import IntVectorWriter
 
 log = logging.getLogger(__name__)
 
@@ -39,64 +40,9 @@ class DecodeSummary:
                 f"real-time factor {rtf:.4f} at 100 frames/s")
 
 
-class TokenTableWriter:
-    """Writes ``key [ints]`` to a wspecifier: ``ark,t:file`` / ``ark,t:-`` as Kaldi text
-    (atomically for a file), other ``ark:`` forms as a binary int32-vector archive (kaldiio)."""
-
-    def __init__(self, wspecifier: str):
-        kind, sep, path = wspecifier.partition(":")
-        opts = {o.strip() for o in kind.split(",")} if sep else set()
-        if "ark" not in opts or "scp" in opts:
-            raise FormatError(f"bad wspecifier {wspecifier!r}: expected ark,t:<file> or "
-                              f"ark:<file>")
-        self._ctx = self._f = self._helper = None
-        if "t" in opts:
-            if path == "-":
-                self._f = sys.stdout
-            else:
-                from hybridasr.utils.atomic import atomic_open
-
-                self._ctx = atomic_open(path, "w", encoding="utf-8")
-                self._f = self._ctx.__enter__()
-        else:
-            import kaldiio
-
-            self._helper = kaldiio.WriteHelper(wspecifier)
-
-    def write(self, key: str, ids) -> None:
-        if self._f is not None:
-            self._f.write(key + " " + "".join(f"{i} " for i in ids) + "\n")
-        else:
-            self._helper[key] = np.asarray(ids, dtype=np.int32)
-
-    def close(self, ok: bool = True) -> None:
-        if self._ctx is not None:
-            if ok:
-                self._ctx.__exit__(None, None, None)
-            else:
-                self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)
-        elif self._f is not None:
-            self._f.flush()
-        if self._helper is not None:
-            self._helper.close()
-
-
-def read_matrices(rspecifier: str) -> Iterable[Tuple[str, np.ndarray]]:
-    """(key, matrix) pairs of a Kaldi rspecifier (``scp:``, ``ark:``, ``ark:-``, pipes)."""
-    import kaldiio
-
-    try:
-        reader = kaldiio.ReadHelper(rspecifier)
-    except (ValueError, OSError) as e:
-        raise FormatError(f"cannot read {rspecifier!r}: {e}") from None
-    with reader:
-        for key, mat in reader:
-            yield key, np.asarray(mat)
-
-
 def decode_table(decoder: MappedDecoder, matrices: Iterable[Tuple[str, np.ndarray]],
-                 acoustic_scale: float, words: TokenTableWriter,
-                 alignments: Optional[TokenTableWriter] = None,
+                 acoustic_scale: float, words: IntVectorWriter,
+                 alignments: Optional[IntVectorWriter] = None,
                  symbols: Optional[Dict[int, str]] = None,
                  allow_partial: bool = True) -> DecodeSummary:
     summary = DecodeSummary()

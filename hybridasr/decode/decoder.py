@@ -15,6 +15,7 @@ from typing import List
 import numpy as np
 
 from hybridasr.errors import FormatError
+from hybridasr.options import option
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +24,15 @@ INT32_MAX = 2147483647
 
 @dataclass
 class DecodeOptions:
-    beam: float = 16.0  # decode-faster-mapped's defaults
-    max_active: int = INT32_MAX
-    min_active: int = 20
-    beam_delta: float = 0.5
-    hash_ratio: float = 2.0
+    """decode-faster-mapped's search options (Kaldi's FasterDecoderOptions), Kaldi's
+    defaults."""
+    beam: float = option(16.0, "decoding beam")
+    max_active: int = option(INT32_MAX, f"maximum number of active states ({INT32_MAX}: no "
+                                        f"limit)")
+    min_active: int = option(20, "minimum number of active states")
+    beam_delta: float = option(0.5, "increment used when the beam is tightened by "
+                                    "--max-active")
+    hash_ratio: float = option(2.0, "setting used in the decoder to control hash behaviour")
 
 
 @dataclass

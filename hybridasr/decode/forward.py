@@ -14,13 +14,15 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Callable, ClassVar, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
 
 from hybridasr.decode.loglikes import scaled_loglikes
 from hybridasr.errors import ConfigError, FormatError
+from hybridasr.models.device import DeviceOptions, resolve_device
+from hybridasr.options import Renamed, option
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,6 @@ class ChunkOptions:
             yield max(0, start - self.chunk_overlap), min(n, end + self.chunk_overlap), start, end
 
 
-DEVICES = ("cpu", "cuda", "auto")
 # Kaldi's --use-gpu values (the old spelling of --device)
 _USE_GPU = {"no": "cpu", "yes": "cuda", "optional": "auto", "wait": "auto"}
 
@@ -48,10 +49,6 @@ _USE_GPU = {"no": "cpu", "yes": "cuda", "optional": "auto", "wait": "auto"}
 def device_for(device: str) -> torch.device:
     """``--device`` as train.py has it: cpu, cuda (fails without a GPU) or auto (cuda when
     there is one)."""
-    from hybridasr.train.distributed import resolve_device
-
-    if device not in DEVICES:
-        raise ConfigError(f"--device must be {'|'.join(DEVICES)}, got {device!r}")
     return resolve_device(device)
 
 
@@ -59,6 +56,25 @@ def _device_of_use_gpu(value: str) -> str:
     if value not in _USE_GPU:
         raise ConfigError(f"--use-gpu must be no|yes|optional|wait, got {value!r}")
     return _USE_GPU[value]
+
+
+_CHUNKS_NOTE = "--chunk-size=N --chunk-overlap=M is --chunking=N+2M:N"
+
+
+@dataclass
+class ForwardOptions(DeviceOptions):
+    """The options every tool that forwards a model shares, spelled as train.py spells them
+    (``--device`` is train.py's; the old ``--use-gpu``, ``--chunk-size``, ``--chunk-overlap``
+    still work, with a warning; ``chunk_options`` reads the chunking from parsed options)."""
+    chunking: str = option("", "size:step, as train.py's: forward windows of size frames "
+                               "every step frames; each keeps its middle step outputs, the "
+                               "(size-step)/2 frames either side are context (empty: whole "
+                               "utterances)")
+    RENAMED: ClassVar[tuple] = (
+        Renamed("--use-gpu", "--device", convert=_device_of_use_gpu),
+        Renamed("--chunk-size", "--chunking", dest="chunk_size", type=int, note=_CHUNKS_NOTE),
+        Renamed("--chunk-overlap", "--chunking", dest="chunk_overlap", type=int,
+                note=_CHUNKS_NOTE))
 
 
 @torch.inference_mode()
@@ -122,27 +138,6 @@ def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
         summary.num_frames += n_in
     summary.elapsed = time.perf_counter() - start
     return summary
-
-
-def add_forward_options(parser) -> None:
-    """The options every tool that forwards a model shares, spelled as train.py spells them
-    (the old ``--use-gpu``, ``--chunk-size``, ``--chunk-overlap`` still work, with a
-    warning)."""
-    from hybridasr.cli import add_renamed_option
-
-    parser.add_argument("--device", default="cpu",
-                        help="cpu | cuda | auto (cuda when there is a GPU), as train.py's")
-    parser.add_argument("--chunking", default="",
-                        help="size:step, as train.py's: forward windows of size frames every "
-                             "step frames; each keeps its middle step outputs, the "
-                             "(size-step)/2 frames either side are context (empty: whole "
-                             "utterances)")
-    add_renamed_option(parser, "--use-gpu", "--device", convert=_device_of_use_gpu)
-    note = "--chunk-size=N --chunk-overlap=M is --chunking=N+2M:N"
-    add_renamed_option(parser, "--chunk-size", "--chunking", dest="chunk_size", type=int,
-                       note=note)
-    add_renamed_option(parser, "--chunk-overlap", "--chunking", dest="chunk_overlap",
-                       type=int, note=note)
 
 
 def chunk_options(args) -> ChunkOptions:

@@ -14,8 +14,10 @@ import numpy as np
 
 from hybridasr.errors import FormatError, HybridAsrError
 from hybridasr.features.cmvn import accumulate_cmvn_stats, fake_cmvn_stats, fake_dims
-from hybridasr.features.feature_reader import iter_feature_scp
-from hybridasr.kaldi.table import ArkScpWriter, parse_wspecifier, read_map
+from hybridasr.kaldi.matrix_reader import iter_feature_scp
+from hybridasr.kaldi.specifier import parse_wspecifier
+from hybridasr.kaldi.table import read_map
+from hybridasr.kaldi.table_writer import MatrixWriter
 
 log = logging.getLogger("hybridasr.features")
 
@@ -34,7 +36,7 @@ def compute_cmvn_table(feats_scp: str, wspecifier: str, spk2utt: Optional[str] =
                        fake: bool = False, fake_dims_list: Sequence[int] = ()) -> int:
     """Writes Kaldi-format stats (2 x (dim+1) doubles) per speaker (or per utterance when
     ``spk2utt`` is None); returns how many were written."""
-    _, ark, scp = parse_wspecifier(wspecifier)
+    spec = parse_wspecifier(wspecifier)  # a bad one fails before the features are read
     stats = utterance_stats(feats_scp)
     if not stats:
         raise HybridAsrError(f"{feats_scp} has no features")
@@ -44,7 +46,7 @@ def compute_cmvn_table(feats_scp: str, wspecifier: str, spk2utt: Optional[str] =
     else:
         groups = [(utt, [utt]) for utt in stats]
     written = 0
-    with ArkScpWriter(ark, scp) as writer:
+    with MatrixWriter(spec) as writer:
         for key, utts in groups:
             if fake:
                 if not any(u in stats for u in utts):

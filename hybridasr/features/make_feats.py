@@ -4,10 +4,12 @@ What Kaldi does with ``extract-segments | compute-mfcc-feats | copy-feats --comp
 process: utterances that cannot be read or are too short are skipped with a warning naming them;
 the job fails (writing nothing) only when more than ``max_skipped_fraction`` of them were
 skipped. The ark and scp appear atomically (``ArkScpWriter``), as do ``utt2num_frames`` and
-``utt2dur``.
+``utt2dur``. ``FeatureTableOptions`` declares the job's settings (what ``extract-segments`` and
+``copy-feats`` add to the feature options in Kaldi's ``make_mfcc.sh``, and the job's own).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -20,10 +22,56 @@ from hybridasr.errors import ConfigError, FormatError, HybridAsrError
 from hybridasr.features.audio import Audio, UtteranceError, iter_audio
 from hybridasr.features.extractor import FeatureExtractor
 from hybridasr.features.options import FeatureOptions
-from hybridasr.features.specifiers import text_table_path
-from hybridasr.kaldi.table import ArkScpWriter, parse_wspecifier, read_map, write_map
+from hybridasr.kaldi.specifier import parse_wspecifier, text_table_path
+from hybridasr.kaldi.table import read_map, write_map
+from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.options import check, from_values, option
 
 log = logging.getLogger("hybridasr.features")
+
+
+@dataclass(frozen=True)
+class FeatureWriteOptions:
+    """How a feature table is written (Kaldi's ``copy-feats`` options)."""
+    compress: bool = option(False, "write Kaldi compressed matrices (copy-feats --compress)")
+    compression_method: int = option(
+        1, "with --compress: Kaldi's CompressionMethod, 1 = automatic as copy-feats (8-bit CM "
+           "above 8 frames, else 16-bit CM2), 2 = always CM", choices=range(1, 8))
+    write_num_frames: str = option("", "write frame counts, e.g. "
+                                       "ark,t:exp/log/utt2num_frames.1")
+
+
+@dataclass(frozen=True)
+class FeatureTableOptions(FeatureWriteOptions):
+    """The settings of one feature-extraction job besides the feature options."""
+    segments: str = option("", "Kaldi segments file: cut utterances out of the wav.scp "
+                               "recordings")
+    min_segment_length: float = option(0.1, "skip segments shorter than this, in seconds")
+    max_overshoot: float = option(0.5, "segments ending less than this past the recording are "
+                                       "truncated, others skipped (seconds)")
+    channel: int = option(-1, "channel to extract (-1: expect mono, 0: left, 1: right)",
+                          minimum=-1)
+    min_duration: float = option(0.0, "skip utterances shorter than this, in seconds")
+    subtract_mean: bool = option(False, "subtract the mean of each utterance (CMS)")
+    output_format: str = option("kaldi", "kaldi (htk is not supported)")
+    vtln_warp: float = option(1.0, "VTLN warp factor (when there is no --vtln-map)")
+    vtln_map: str = option("", "text table utterance (or, with --utt2spk, speaker) -> warp "
+                               "factor, e.g. ark:data/train/spk2warp")
+    utt2spk: str = option("", "utt2spk table for --vtln-map, e.g. ark:data/train/utt2spk")
+    write_utt2dur: str = option("", "write utterance durations, e.g. ark,t:exp/log/utt2dur.1")
+    seed: int = option(0, "seed of the dither noise")
+    max_skipped_fraction: float = option(0.05, "fail (writing nothing) when more than this "
+                                               "fraction of the utterances had to be skipped")
+    batch_frames: int = option(4000, "frames computed together in one batch")
+    num_threads: int = option(1, "torch threads (1 per job; parallel jobs give the speed)")
+
+    def __post_init__(self):
+        check(self)
+        if self.output_format != "kaldi":
+            raise ConfigError(f"--output-format={self.output_format} is not supported "
+                              f"(only kaldi)")
+        if self.utt2spk and not self.vtln_map:
+            raise ConfigError("--utt2spk is only needed with --vtln-map")
 
 
 @dataclass
@@ -84,47 +132,38 @@ class _Resampler:
                              f"resample)")
 
 
-def compute_feature_table(wav_scp: str, wspecifier: str, opts: FeatureOptions, *,
-                          segments: Optional[str] = None, seed: int = 0,
-                          compress: bool = False, compression_method: int = 1,
-                          channel: int = -1,
-                          min_duration: float = 0.0, subtract_mean: bool = False,
-                          vtln_warp: float = 1.0, vtln_warps: Optional[Dict[str, float]] = None,
-                          utt2num_frames: Optional[str] = None, utt2dur: Optional[str] = None,
-                          max_skipped_fraction: float = 0.05, batch_frames: int = 4000,
-                          min_segment_length: float = 0.1, max_overshoot: float = 0.5,
-                          num_threads: int = 1) -> JobReport:
+def compute_feature_table(wav_scp: str, wspecifier: str, opts: FeatureOptions,
+                          table: Optional[FeatureTableOptions] = None,
+                          **settings) -> JobReport:
     """Computes the features of every utterance and writes them (see the module doc).
 
-    ``num_threads``: torch threads while the job runs (1: parallel jobs give the speed, and
-    one thread is fastest for these small matrices); the previous setting is restored."""
+    ``table``: the job's settings, ``settings`` changes to them (``FeatureTableOptions``
+    fields, e.g. ``segments="data/train/segments"``). ``num_threads``: torch threads while
+    the job runs (1: parallel jobs give the speed, and one thread is fastest for these small
+    matrices); the previous setting is restored."""
+    table = from_values(FeatureTableOptions, {
+        **(dataclasses.asdict(table) if table is not None else {}), **settings})
     threads_before = torch.get_num_threads()
-    if num_threads > 0:
-        torch.set_num_threads(num_threads)
+    if table.num_threads > 0:
+        torch.set_num_threads(table.num_threads)
     try:
-        return _compute_feature_table(
-            wav_scp, wspecifier, opts, segments=segments, seed=seed, compress=compress,
-            compression_method=compression_method, channel=channel,
-            min_duration=min_duration, subtract_mean=subtract_mean, vtln_warp=vtln_warp,
-            vtln_warps=vtln_warps, utt2num_frames=utt2num_frames, utt2dur=utt2dur,
-            max_skipped_fraction=max_skipped_fraction, batch_frames=batch_frames,
-            min_segment_length=min_segment_length, max_overshoot=max_overshoot)
+        return _compute_feature_table(wav_scp, wspecifier, opts, table)
     finally:
         torch.set_num_threads(threads_before)
 
 
-def _compute_feature_table(wav_scp, wspecifier, opts, *, segments, seed, compress,
-                           compression_method, channel, min_duration, subtract_mean,
-                           vtln_warp, vtln_warps, utt2num_frames, utt2dur,
-                           max_skipped_fraction, batch_frames, min_segment_length,
-                           max_overshoot) -> JobReport:
-    _, ark, scp = parse_wspecifier(wspecifier)
+def _compute_feature_table(wav_scp: str, wspecifier: str, opts: FeatureOptions,
+                           t: FeatureTableOptions) -> JobReport:
+    vtln_warps = read_vtln_map(t.vtln_map, t.utt2spk or None) if t.vtln_map else None
+    segments = t.segments or None
+    spec = parse_wspecifier(wspecifier)
+    ark, scp = spec.ark, spec.scp
     if ark == "-" or scp == "-":
         raise ConfigError(f"{wspecifier!r}: writing to stdout is not supported; "
                           f"write ark,scp:<ark>,<scp> files")
     t0 = time.perf_counter()
     report = JobReport()
-    extractor = FeatureExtractor(opts, seed=seed)
+    extractor = FeatureExtractor(opts, seed=t.seed)
     resample = _Resampler(opts)
     num_frames: List[tuple] = []
     durations: List[tuple] = []
@@ -146,7 +185,7 @@ def _compute_feature_table(wav_scp, wspecifier, opts, *, segments, seed, compres
             if f.shape[0] == 0:
                 skip(key, f"too short for one frame ({dur:.3f}s)")
                 continue
-            if subtract_mean:
+            if t.subtract_mean:
                 f = f - f.mean(axis=0, keepdims=True)
             writer.write(key, f)
             num_frames.append((key, f.shape[0]))
@@ -158,21 +197,21 @@ def _compute_feature_table(wav_scp, wspecifier, opts, *, segments, seed, compres
 
     # Kaldi's copy-feats --compress=true: method 1 (kAutomaticMethod: 8-bit per-column
     # "CM" for more than 8 frames, 16-bit "CM2" otherwise); 2 forces CM
-    compression = compression_method if compress else None
+    compression = t.compression_method if t.compress else None
     with ArkScpWriter(ark, scp, compression_method=compression) as writer:
-        for item in iter_audio(wav_scp, segments, channel=channel,
-                               min_segment_length=min_segment_length,
-                               max_overshoot=max_overshoot,
+        for item in iter_audio(wav_scp, segments, channel=t.channel,
+                               min_segment_length=t.min_segment_length,
+                               max_overshoot=t.max_overshoot,
                                warn=lambda m: log.warning("%s", m)):
             report.num_utts += 1
             if isinstance(item, UtteranceError):
                 skip(item.key, item.reason)
                 continue
             dur = item.duration
-            if dur < min_duration:
-                skip(item.key, f"too short ({dur:.3f}s < --min-duration={min_duration})")
+            if dur < t.min_duration:
+                skip(item.key, f"too short ({dur:.3f}s < --min-duration={t.min_duration})")
                 continue
-            warp = vtln_warp
+            warp = t.vtln_warp
             if vtln_warps is not None:
                 if item.key not in vtln_warps:
                     skip(item.key, "no entry in the --vtln-map")
@@ -184,22 +223,22 @@ def _compute_feature_table(wav_scp, wspecifier, opts, *, segments, seed, compres
             pending_warp = warp
             pending.append((item.key, samples, dur))
             pending_frames += opts.num_frames(len(samples))
-            if pending_frames >= batch_frames:
+            if pending_frames >= t.batch_frames:
                 flush(writer)
         flush(writer)
         report.wall_seconds = time.perf_counter() - t0
         if report.num_utts and report.num_done == 0:
             raise HybridAsrError(f"no features computed: all {report.num_utts} utterances of "
                                  f"{wav_scp} failed (first: {report.skipped[0]})")
-        if report.num_skipped > max_skipped_fraction * report.num_utts:
+        if report.num_skipped > t.max_skipped_fraction * report.num_utts:
             raise HybridAsrError(
                 f"{report.num_skipped} of {report.num_utts} utterances of "
                 f"{segments or wav_scp} were skipped (more than --max-skipped-fraction="
-                f"{max_skipped_fraction}); first skipped: {', '.join(report.skipped[:5])}")
-    if utt2num_frames:
-        write_map(text_table_path(utt2num_frames), num_frames)
-    if utt2dur:
-        write_map(text_table_path(utt2dur), durations)
+                f"{t.max_skipped_fraction}); first skipped: {', '.join(report.skipped[:5])}")
+    if t.write_num_frames:
+        write_map(text_table_path(t.write_num_frames), num_frames)
+    if t.write_utt2dur:
+        write_map(text_table_path(t.write_utt2dur), durations)
     log.info("Done %d out of %d utterances (%d skipped); %.1f s of audio in %.2f s",
              report.num_done, report.num_utts, report.num_skipped, report.audio_seconds,
              report.wall_seconds)

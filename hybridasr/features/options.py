@@ -1,142 +1,74 @@
 """The options of Kaldi's ``compute-mfcc-feats`` / ``compute-fbank-feats``, with Kaldi's defaults.
 
-Each option is declared once (name, type, default, help) and registered on a
-``hybridasr.cli`` parser, so a Kaldi ``conf/mfcc.conf`` reads unchanged and an option we do not
-know is an error naming the conf file and line (the cli module does that). The defaults are
-Kaldi's, not torchaudio's: MFCC has ``--use-energy=true`` and ``--dither=1.0``.
+Declared once, as dataclasses of ``option()`` fields (``hybridasr.options``): ``FeatureOptions``
+holds what both share (framing, mel bins, energy); ``MfccOptions`` and ``FbankOptions`` add
+their own options, ``--use-energy`` among them (its default and meaning differ: MFCC's
+energy replaces C0 and is on, as in Kaldi; fbank's is an extra first dimension, off). The
+command line and the conf-file keys come from these declarations, so a Kaldi
+``conf/mfcc.conf`` reads unchanged and an option the kind does not declare is an error naming
+the conf file and line. The defaults are Kaldi's, not torchaudio's: MFCC has
+``--use-energy=true`` and ``--dither=1.0``.
 """
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass, fields
-from typing import List, Tuple
+from dataclasses import dataclass
+from typing import ClassVar, Dict
 
-from hybridasr.cli import add_bool
 from hybridasr.errors import ConfigError
+from hybridasr.options import check, from_values, option
 
 WINDOW_TYPES = ("hamming", "hanning", "povey", "rectangular", "blackman")
-
-# (option name, type, default, help); type bool is registered with add_bool.
-FRAME_OPTIONS: List[Tuple[str, type, object, str]] = [
-    ("sample-frequency", float, 16000.0, "waveform sample frequency (must match the data)"),
-    ("frame-shift", float, 10.0, "frame shift in milliseconds"),
-    ("frame-length", float, 25.0, "frame length in milliseconds"),
-    ("preemphasis-coefficient", float, 0.97, "coefficient of the signal pre-emphasis"),
-    ("remove-dc-offset", bool, True, "subtract the mean of each frame before processing"),
-    ("dither", float, 1.0, "dithering constant (0 = no dither); see --seed"),
-    ("window-type", str, "povey", "window: hamming|hanning|povey|rectangular|blackman"),
-    ("blackman-coeff", float, 0.42, "constant coefficient of the generalized Blackman window"),
-    ("round-to-power-of-two", bool, True, "zero-pad the FFT input to a power of two"),
-    ("snip-edges", bool, True, "only frames that fit in the file (false: reflect at the ends)"),
-    ("allow-downsample", bool, False, "resample audio whose rate is above --sample-frequency"),
-    ("allow-upsample", bool, False, "resample audio whose rate is below --sample-frequency"),
-    ("max-feature-vectors", int, -1, "accepted for compatibility (memory option of online "
-                                     "feature extraction; no effect here)"),
-]
-MEL_OPTIONS = [
-    ("num-mel-bins", int, 23, "number of triangular mel-frequency bins"),
-    ("low-freq", float, 20.0, "low cutoff frequency of the mel bins"),
-    ("high-freq", float, 0.0, "high cutoff frequency of the mel bins (<= 0: offset from Nyquist)"),
-    ("vtln-low", float, 100.0, "low inflection point of the piecewise linear VTLN warping"),
-    ("vtln-high", float, -500.0, "high inflection point of the VTLN warping (< 0: offset from "
-                                 "the high frequency)"),
-    ("debug-mel", bool, False, "accepted for compatibility (prints nothing here)"),
-]
-COMMON_ENERGY_OPTIONS = [
-    ("energy-floor", float, 0.0, "floor on the log-energy's energy (absolute; 0 = none)"),
-    ("raw-energy", bool, True, "compute energy before pre-emphasis and windowing"),
-    ("htk-compat", bool, False, "put energy / C0 last (not enough for HTK-compatible features)"),
-]
-MFCC_ONLY_OPTIONS = [
-    ("num-ceps", int, 13, "number of cepstra in the MFCC (including C0)"),
-    ("use-energy", bool, True, "use energy (not C0) as the first coefficient"),
-    ("cepstral-lifter", float, 22.0, "constant of the cepstral liftering (0 = none)"),
-]
-FBANK_ONLY_OPTIONS = [
-    ("use-energy", bool, False, "add an extra first dimension with the log energy"),
-    ("use-log-fbank", bool, True, "log filterbank energies (false: linear)"),
-    ("use-power", bool, True, "power spectrum (false: magnitude)"),
-]
-
-
-def _dest(name: str) -> str:
-    return name.replace("-", "_")
-
-
-def _register(parser: argparse.ArgumentParser, specs) -> None:
-    for name, typ, default, help in specs:
-        if typ is bool:
-            add_bool(parser, f"--{name}", default, help)
-        else:
-            parser.add_argument(f"--{name}", type=typ, default=default,
-                                help=f"{help} (default: {default})")
-
-
-def feature_option_specs(kind: str):
-    if kind == "mfcc":
-        return FRAME_OPTIONS + MEL_OPTIONS + COMMON_ENERGY_OPTIONS + MFCC_ONLY_OPTIONS
-    if kind == "fbank":
-        return FRAME_OPTIONS + MEL_OPTIONS + COMMON_ENERGY_OPTIONS + FBANK_ONLY_OPTIONS
-    raise ValueError(f"unknown feature kind {kind!r}")
-
-
-def add_feature_options(parser: argparse.ArgumentParser, kind: str) -> None:
-    """Registers every conf-file option of compute-{mfcc,fbank}-feats with Kaldi's defaults."""
-    _register(parser, feature_option_specs(kind))
 
 
 @dataclass(frozen=True)
 class FeatureOptions:
-    """Everything the computation needs (one object for MFCC and fbank)."""
-    kind: str = "mfcc"
-    sample_frequency: float = 16000.0
-    frame_shift: float = 10.0
-    frame_length: float = 25.0
-    preemphasis_coefficient: float = 0.97
-    remove_dc_offset: bool = True
-    dither: float = 1.0
-    window_type: str = "povey"
-    blackman_coeff: float = 0.42
-    round_to_power_of_two: bool = True
-    snip_edges: bool = True
-    allow_downsample: bool = False
-    allow_upsample: bool = False
-    num_mel_bins: int = 23
-    low_freq: float = 20.0
-    high_freq: float = 0.0
-    vtln_low: float = 100.0
-    vtln_high: float = -500.0
-    energy_floor: float = 0.0
-    raw_energy: bool = True
-    htk_compat: bool = False
-    use_energy: bool = True
-    num_ceps: int = 13
-    cepstral_lifter: float = 22.0
-    use_log_fbank: bool = True
-    use_power: bool = True
+    """What MFCC and fbank share; ``kind`` ('mfcc' or 'fbank') is the subclass's.
+    ``FeatureOptions.kaldi_defaults(kind, **overrides)`` gives the options of a kind."""
+    kind: ClassVar[str] = ""
 
-    @classmethod
-    def from_args(cls, kind: str, args: argparse.Namespace) -> "FeatureOptions":
-        values = {"kind": kind}
-        for name, _, _, _ in feature_option_specs(kind):
-            d = _dest(name)
-            if d in {f.name for f in fields(cls)}:
-                values[d] = getattr(args, d)
-        if kind == "fbank":
-            values.setdefault("use_energy", False)
-        opts = cls(**values)
-        opts.validate()
-        return opts
+    # framing (Kaldi's FrameExtractionOptions)
+    sample_frequency: float = option(16000.0, "waveform sample frequency (must match the data)")
+    frame_shift: float = option(10.0, "frame shift in milliseconds")
+    frame_length: float = option(25.0, "frame length in milliseconds")
+    preemphasis_coefficient: float = option(0.97, "coefficient of the signal pre-emphasis")
+    remove_dc_offset: bool = option(True, "subtract the mean of each frame before processing")
+    dither: float = option(1.0, "dithering constant (0 = no dither); see --seed")
+    window_type: str = option("povey", "window: " + "|".join(WINDOW_TYPES))
+    blackman_coeff: float = option(0.42, "constant coefficient of the generalized Blackman "
+                                         "window")
+    round_to_power_of_two: bool = option(True, "zero-pad the FFT input to a power of two")
+    snip_edges: bool = option(True, "only frames that fit in the file (false: reflect at the "
+                                    "ends)")
+    allow_downsample: bool = option(False, "resample audio whose rate is above "
+                                           "--sample-frequency")
+    allow_upsample: bool = option(False, "resample audio whose rate is below "
+                                         "--sample-frequency")
+    max_feature_vectors: int = option(-1, "accepted for compatibility (memory option of online "
+                                          "feature extraction; no effect here)")
+    # mel bins (Kaldi's MelBanksOptions)
+    num_mel_bins: int = option(23, "number of triangular mel-frequency bins")
+    low_freq: float = option(20.0, "low cutoff frequency of the mel bins")
+    high_freq: float = option(0.0, "high cutoff frequency of the mel bins (<= 0: offset from "
+                                   "Nyquist)")
+    vtln_low: float = option(100.0, "low inflection point of the piecewise linear VTLN "
+                                    "warping")
+    vtln_high: float = option(-500.0, "high inflection point of the VTLN warping (< 0: offset "
+                                      "from the high frequency)")
+    debug_mel: bool = option(False, "accepted for compatibility (prints nothing here)")
+    # energy
+    energy_floor: float = option(0.0, "floor on the log-energy's energy (absolute; 0 = none)")
+    raw_energy: bool = option(True, "compute energy before pre-emphasis and windowing")
+    htk_compat: bool = option(False, "put energy / C0 last (not enough for HTK-compatible "
+                                     "features)")
+
+    def __post_init__(self):
+        check(self)
+        self.validate()
 
     @classmethod
     def kaldi_defaults(cls, kind: str, **overrides) -> "FeatureOptions":
-        """Kaldi's defaults for ``kind`` ('mfcc' or 'fbank'), with overrides."""
-        values = {_dest(n): d for n, _, d, _ in feature_option_specs(kind)
-                  if _dest(n) in {f.name for f in fields(cls)}}
-        values.update(overrides)
-        opts = cls(kind=kind, **values)
-        opts.validate()
-        return opts
+        """Kaldi's defaults for ``kind`` ('mfcc' or 'fbank'), with overrides (checked)."""
+        return from_values(feature_options_class(kind), overrides)
 
     # Kaldi: static_cast<int32>(samp_freq * 0.001 * frame_shift_ms)
     @property
@@ -154,9 +86,7 @@ class FeatureOptions:
 
     @property
     def feature_dim(self) -> int:
-        if self.kind == "mfcc":
-            return self.num_ceps
-        return self.num_mel_bins + (1 if self.use_energy else 0)
+        raise NotImplementedError
 
     def num_frames(self, num_samples: int) -> int:
         """Kaldi's NumFrames()."""
@@ -166,34 +96,80 @@ class FeatureOptions:
         return (num_samples + shift // 2) // shift
 
     def validate(self) -> None:
-        def bad(msg):
-            raise ConfigError(f"bad feature options: {msg}")
+        """ConfigError naming the option when the options do not fit together."""
+        if type(self) is FeatureOptions:
+            raise ConfigError("FeatureOptions is shared: use MfccOptions or FbankOptions")
         if self.sample_frequency <= 0:
-            bad(f"--sample-frequency={self.sample_frequency} must be > 0")
+            _bad(f"--sample-frequency={self.sample_frequency} must be > 0")
         if self.window_shift <= 0:
-            bad(f"--frame-shift={self.frame_shift} ms gives a shift of {self.window_shift} samples")
+            _bad(f"--frame-shift={self.frame_shift} ms gives a shift of {self.window_shift} "
+                 f"samples")
         if self.window_size < 2:
-            bad(f"--frame-length={self.frame_length} ms gives a window of "
-                f"{self.window_size} samples")
+            _bad(f"--frame-length={self.frame_length} ms gives a window of "
+                 f"{self.window_size} samples")
         if self.padded_window_size % 2:
-            bad(f"the FFT size {self.padded_window_size} is odd: use --round-to-power-of-two "
-                f"or change --frame-length")
+            _bad(f"the FFT size {self.padded_window_size} is odd: use --round-to-power-of-two "
+                 f"or change --frame-length")
         if self.window_type not in WINDOW_TYPES:
-            bad(f"--window-type={self.window_type}: expected one of {', '.join(WINDOW_TYPES)}")
+            _bad(f"--window-type={self.window_type}: expected one of {', '.join(WINDOW_TYPES)}")
         if not 0.0 <= self.preemphasis_coefficient <= 1.0:
-            bad(f"--preemphasis-coefficient={self.preemphasis_coefficient} not in [0, 1]")
+            _bad(f"--preemphasis-coefficient={self.preemphasis_coefficient} not in [0, 1]")
         if self.num_mel_bins < 3:
-            bad(f"--num-mel-bins={self.num_mel_bins} (need at least 3)")
+            _bad(f"--num-mel-bins={self.num_mel_bins} (need at least 3)")
         nyquist = 0.5 * self.sample_frequency
         high = self.high_freq if self.high_freq > 0 else self.high_freq + nyquist
         if not (0 <= self.low_freq < nyquist and 0 < high <= nyquist and self.low_freq < high):
-            bad(f"--low-freq={self.low_freq} and --high-freq={self.high_freq} do not fit the "
-                f"Nyquist frequency {nyquist}")
-        if self.kind == "mfcc":
-            if not 1 <= self.num_ceps <= self.num_mel_bins:
-                bad(f"--num-ceps={self.num_ceps} must be in [1, --num-mel-bins="
-                    f"{self.num_mel_bins}]")
+            _bad(f"--low-freq={self.low_freq} and --high-freq={self.high_freq} do not fit the "
+                 f"Nyquist frequency {nyquist}")
         if self.dither < 0:
-            bad(f"--dither={self.dither} must be >= 0")
+            _bad(f"--dither={self.dither} must be >= 0")
         if self.energy_floor < 0:
-            bad(f"--energy-floor={self.energy_floor} must be >= 0")
+            _bad(f"--energy-floor={self.energy_floor} must be >= 0")
+
+
+def _bad(msg: str):
+    raise ConfigError(f"bad feature options: {msg}")
+
+
+@dataclass(frozen=True)
+class MfccOptions(FeatureOptions):
+    """compute-mfcc-feats (Kaldi's MfccOptions)."""
+    kind: ClassVar[str] = "mfcc"
+
+    num_ceps: int = option(13, "number of cepstra in the MFCC (including C0)")
+    use_energy: bool = option(True, "use energy (not C0) as the first coefficient")
+    cepstral_lifter: float = option(22.0, "constant of the cepstral liftering (0 = none)")
+
+    @property
+    def feature_dim(self) -> int:
+        return self.num_ceps
+
+    def validate(self) -> None:
+        super().validate()
+        if not 1 <= self.num_ceps <= self.num_mel_bins:
+            _bad(f"--num-ceps={self.num_ceps} must be in [1, --num-mel-bins="
+                 f"{self.num_mel_bins}]")
+
+
+@dataclass(frozen=True)
+class FbankOptions(FeatureOptions):
+    """compute-fbank-feats (Kaldi's FbankOptions)."""
+    kind: ClassVar[str] = "fbank"
+
+    use_energy: bool = option(False, "add an extra first dimension with the log energy")
+    use_log_fbank: bool = option(True, "log filterbank energies (false: linear)")
+    use_power: bool = option(True, "power spectrum (false: magnitude)")
+
+    @property
+    def feature_dim(self) -> int:
+        return self.num_mel_bins + (1 if self.use_energy else 0)
+
+
+FEATURE_KINDS: Dict[str, type] = {c.kind: c for c in (MfccOptions, FbankOptions)}
+
+
+def feature_options_class(kind: str) -> type:
+    """The options class of ``kind`` ('mfcc' or 'fbank')."""
+    if kind not in FEATURE_KINDS:
+        raise ValueError(f"unknown feature kind {kind!r} (one of: {', '.join(FEATURE_KINDS)})")
+    return FEATURE_KINDS[kind]

@@ -1,1 +1,14 @@
-"""Kaldi formats and conventions (no torch here)."""
+"""Kaldi formats and conventions (no torch here); the other packages call these for every
+Kaldi file they read or write.
+
+- ``specifier``: the one rspecifier/wspecifier parser; ``streams``: rx/wxfilenames (files,
+  ``-``, pipes), atomic and durable output files.
+- ``table_writer``: the one table-writer family (matrices, int32 vectors, text values);
+  ``matrix_reader``, ``intvec``: reading matrix and int32-vector tables; ``matrix_lengths``:
+  rows of matrices from their headers (``feat-to-len``); ``table``: text tables (maps, token
+  sequences).
+- ``io_funcs``, ``vector_io``, ``hmm_topology``, ``transition_model``, ``nnet1``: Kaldi
+  objects (``final.mdl``'s TransitionModel, ``*.counts`` vectors, nnet1 models).
+- ``conf``: config files; ``datadir*``: data directories (``utils/*``); ``job_runner``,
+  ``job_cluster``: ``run.pl`` and its cluster siblings.
+"""

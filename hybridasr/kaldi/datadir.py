@@ -8,7 +8,8 @@ utterance. Every table is sorted on its key with ``LC_ALL=C`` (byte order; Pytho
 order is the same for UTF-8) and ``utt2spk`` is the primary table: ``spk2utt`` is derived from it.
 
 The operations of Kaldi's ``utils/*`` live in sibling modules: ``datadir_validate``,
-``datadir_fix``, ``datadir_split``, ``datadir_subset``, ``datadir_durations``.
+``datadir_fix``, ``datadir_split``, ``datadir_subset``, ``datadir_tr_cv``; the lines are read
+and written by ``hybridasr.kaldi.table``.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.utils.atomic import atomic_open
+from hybridasr.kaldi.table import iter_map_lines, write_lines
 
 # Tables keyed by utterance (wav.scp joins them when there is no segments file).
 UTT_FILES = ("utt2spk", "text", "feats.scp", "segments", "utt2dur", "utt2num_frames",
@@ -71,47 +72,15 @@ def read_table(path: str, lenient: bool = False) -> Table:
     repaired or dropped, duplicate keys keep their first line, and ``notes`` says what happened.
     """
     table = Table(path)
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise FormatError(f"cannot read {path}: {e.strerror}") from None
     seen: Set[str] = set()
-    with f:
-        for lineno, raw in enumerate(f, start=1):
-            where = f"{path}:{lineno}"
-            raw = raw[:-1] if raw.endswith(b"\n") else raw
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                if not lenient:
-                    raise FormatError(f"{where}: not valid UTF-8") from None
-                line = raw.decode("utf-8", errors="replace")
-                table.notes.append(f"{where}: not valid UTF-8 (kept with replacement characters)")
-            if line.endswith("\r"):
-                if not lenient:
-                    raise FormatError(f"{where}: Windows line ending (CR LF); convert the file "
-                                      f"with dos2unix or utils/fix_data_dir.sh")
-                line = line.rstrip("\r")
-                if not any("Windows" in n for n in table.notes):
-                    table.notes.append(f"{path}: Windows line endings removed")
-            if not line.strip():
-                if not lenient:
-                    raise FormatError(f"{where}: empty line")
-                table.notes.append(f"{where}: empty line removed")
+    for lineno, key, value in iter_map_lines(path, lenient, table.notes):
+        if lenient:
+            if key in seen:
+                table.notes.append(f"{path}:{lineno}: duplicate key {key!r} removed (the first "
+                                   f"line is kept)")
                 continue
-            if line[0].isspace():
-                if not lenient:
-                    raise FormatError(f"{where}: line starts with whitespace")
-                line = line.lstrip()
-            parts = line.split(None, 1)
-            key, value = parts[0], (parts[1].strip() if len(parts) > 1 else "")
-            if lenient:
-                if key in seen:
-                    table.notes.append(f"{where}: duplicate key {key!r} removed (the first "
-                                       f"line is kept)")
-                    continue
-                seen.add(key)
-            table.entries.append(Entry(lineno, key, value))
+            seen.add(key)
+        table.entries.append(Entry(lineno, key, value))
     return table
 
 
@@ -132,13 +101,6 @@ def check_sorted_unique(table: Table) -> None:
 
 def sort_entries(entries: Iterable[Entry]) -> List[Entry]:
     return sorted(entries, key=lambda e: e.key.encode("utf-8"))
-
-
-def write_lines(path: str, lines: Iterable[str]) -> None:
-    """Writes lines (no newline in them) atomically."""
-    with atomic_open(path, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line + "\n")
 
 
 def write_entries(path: str, entries: Iterable[Entry]) -> None:

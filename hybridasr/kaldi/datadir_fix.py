@@ -17,7 +17,8 @@ from typing import Callable, Dict, List, Optional, Set
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.datadir import (RECO_FILES, SPK_FILES, UTT_FILES, Table, data_file,
                                      has, read_table, sort_entries, utt2spk_to_spk2utt,
-                                     write_entries, write_lines)
+                                     write_entries)
+from hybridasr.kaldi.table import write_lines
 
 _ALL = UTT_FILES + SPK_FILES + RECO_FILES + ("wav.scp",)
 

@@ -77,7 +77,7 @@ def select_shortest(data: str, pairs: Pairs, n: int) -> Pairs:
         lengths = {e.key: int(e.value) for e in read_table(data_file(data,
                                                                       "utt2num_frames")).entries}
     elif has(data, "feats.scp"):
-        from hybridasr.data.lengths import read_scp_lengths
+        from hybridasr.kaldi.matrix_lengths import read_scp_lengths
         lengths = dict(read_scp_lengths(data_file(data, "feats.scp")))
     else:
         raise FormatError(f"--shortest needs {data_file(data, 'utt2num_frames')} or "

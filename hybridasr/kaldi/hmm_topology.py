@@ -43,10 +43,6 @@ class HmmTopology:
         return all(s.forward_pdf_class == s.self_loop_pdf_class
                    for entry in self.entries for s in entry)
 
-    def num_pdf_classes(self, phone: int) -> int:
-        entry = self.topology_for_phone(phone)
-        return 1 + max(max(s.forward_pdf_class, s.self_loop_pdf_class) for s in entry)
-
     def __eq__(self, other) -> bool:
         return (isinstance(other, HmmTopology) and self.phones == other.phones
                 and self.phone2idx == other.phone2idx and self.entries == other.entries)

@@ -8,6 +8,8 @@ Layouts, as Kaldi's ``BasicVectorHolder<int32>`` writes them after ``key`` and o
   reading we tolerate a ``[ ... ]`` that other writers put around).
 An archive may mix both. Reading streams through the input in large chunks, so a pipe over
 many gzipped jobs never sits in memory whole; each value is decoded with one numpy call.
+Writing: ``encode_int_vector`` here, the archive itself by
+``hybridasr.kaldi.table_writer.IntVectorWriter``.
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.rspecifier import (InputStream, OutputStream, parse_rspecifier,
-                                        parse_wspecifier)
+from hybridasr.kaldi.specifier import parse_rspecifier
+from hybridasr.kaldi.streams import InputStream, label, split_offset
 
 _REC = np.dtype([("size", "i1"), ("value", "<i4")])
 _WS = b" \t\n\r\v\f"
@@ -162,15 +164,11 @@ def read_int_vectors(rspecifier: str) -> Iterator[Tuple[str, np.ndarray]]:
     stream = InputStream(spec.rxfilename)
     ok = False
     try:
-        for item in iter_int_vector_stream(stream.f, _label(spec.rxfilename)):
+        for item in iter_int_vector_stream(stream.f, label(spec.rxfilename)):
             yield item
         ok = True
     finally:
         stream.close(check=ok)
-
-
-def _label(rx: str) -> str:
-    return f"'{rx}'" if rx.endswith("|") else rx
 
 
 # ------------------------------------------------------------------ random access (scp)
@@ -204,10 +202,10 @@ def _split_scp_line(line: str, scp: str, lineno: int) -> Tuple[str, str, int]:
     if len(parts) != 2:
         raise FormatError(f"{scp}:{lineno}: expected '<key> <ark>:<offset>', got {line!r}")
     key, loc = parts[0], parts[1].strip()
-    path, sep, off = loc.rpartition(":")
-    if not sep or not off.isdigit():
+    at = split_offset(loc)
+    if at is None:
         raise FormatError(f"{scp}:{lineno}: expected '<ark>:<offset>' after {key!r}, got {loc!r}")
-    return key, path, int(off)
+    return key, at[0], at[1]
 
 
 def _iter_scp(lines: List[str], scp: str) -> Iterator[Tuple[str, np.ndarray]]:
@@ -270,58 +268,3 @@ def encode_int_pair_vector(pairs, text: bool = False) -> bytes:
     rec["size"] = 4
     rec["value"] = arr.reshape(-1)
     return b"\0B\x04" + struct.pack("<i", len(arr)) + rec.tobytes()
-
-
-class IntVectorWriter:
-    """Writes an int32-vector archive to a wspecifier (``ark:f``, ``ark,t:-``,
-    ``ark,scp:f.ark,f.scp``, ``ark:| gzip -c > f.gz``). Files appear atomically on ``close()``
-    (ark first, then scp); on an exception inside ``with`` nothing is left behind."""
-
-    def __init__(self, wspecifier: str):
-        spec = parse_wspecifier(wspecifier)
-        self.text = spec.text
-        self.ark_name, self.scp_name = spec.ark, spec.scp
-        if spec.scp and (spec.ark == "-" or spec.ark.startswith("|")):
-            raise FormatError(f"bad wspecifier {wspecifier!r}: an scp needs the ark in a file")
-        self._ark = OutputStream(spec.ark)
-        self._scp = OutputStream(spec.scp) if spec.scp else None
-        self.num_written = 0
-
-    def write(self, key: str, values) -> int:
-        """Writes one entry; returns the offset of its value in the ark (what an scp holds)."""
-        return self._write_encoded(key, encode_int_vector(values, self.text))
-
-    def write_pairs(self, key: str, pairs) -> int:
-        """Writes one Int32PairVector entry (pairs of int32)."""
-        return self._write_encoded(key, encode_int_pair_vector(pairs, self.text))
-
-    def _write_encoded(self, key: str, data: bytes) -> int:
-        if not key or any(c.isspace() for c in key):
-            raise FormatError(f"{self.ark_name}: bad key {key!r} (empty or with whitespace)")
-        self._ark.write(key.encode() + b" ")
-        offset = self._ark.tell() if self._ark.seekable else -1
-        if self._scp is not None:
-            self._scp.write(f"{key} {self.ark_name}:{offset}\n".encode())
-        self._ark.write(data)
-        self.num_written += 1
-        return offset
-
-    def close(self) -> None:
-        self._ark.commit()
-        if self._scp is not None:
-            self._scp.commit()
-
-    def abort(self) -> None:
-        self._ark.abort()
-        if self._scp is not None:
-            self._scp.abort()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False

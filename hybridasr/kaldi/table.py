@@ -1,43 +1,72 @@
-"""Kaldi "table" files: text maps (utt2spk, text, ...) and ark/scp archives.
+"""Kaldi text tables: ``key value...`` lines (``utt2spk``, ``text``, ``feats.scp``, ``*.tra``).
 
-``read_map`` reads any ``key value...`` file a Kaldi data dir holds, with errors that name the
-file and line. ``ArkScpWriter`` writes a binary ark and its scp atomically: both are written
-under temporary names and renamed at the end (ark first, then scp), so an interrupted job never
-leaves a valid scp pointing into a half-written ark. The scp holds the ark's *final* path as it
-was given (relative paths stay relative, as Kaldi recipes expect).
+``iter_map_lines`` is the one line reader: errors name the file and line (a Windows line
+ending, an empty line, a line starting with whitespace, bytes that are not UTF-8); with
+``lenient`` such lines are repaired or dropped and ``notes`` says so (``fix_data_dir.sh``).
+``read_map``/``read_int_map`` read maps; ``read_text_archive`` token sequences (``text``,
+``hyp.tra``: a line holding only a key is an empty sequence, what a decoder writes for an
+utterance it could not decode). ``write_map`` writes a map atomically and durably
+(``hybridasr.kaldi.table_writer``); ``write_lines`` any text lines.
 """
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
-from typing import Dict, Iterator, List, Optional, Tuple
-
-import numpy as np
-from kaldiio.matio import write_array
+from typing import IO, Iterable, Iterator, List, Optional, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.utils.atomic import tmp_path_for
+from hybridasr.kaldi.specifier import SpecifierError, WSpecifier, parse_rspecifier
+from hybridasr.kaldi.streams import InputStream, label
+from hybridasr.kaldi.table_writer import TextTableWriter
+from hybridasr.utils.atomic import atomic_open
 
 
-def iter_map_lines(path: str) -> Iterator[Tuple[int, str, str]]:
+def iter_lines(f: IO[bytes], name: str, lenient: bool = False,
+               notes: Optional[List[str]] = None) -> Iterator[Tuple[int, str, str]]:
+    """Yields (lineno, key, rest) for each line of a binary stream; ``name`` is for messages."""
+    for lineno, raw in enumerate(f, start=1):
+        where = f"{name}:{lineno}"
+        raw = raw[:-1] if raw.endswith(b"\n") else raw
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            if not lenient:
+                raise FormatError(f"{where}: not valid UTF-8") from None
+            line = raw.decode("utf-8", errors="replace")
+            _note(notes, f"{where}: not valid UTF-8 (kept with replacement characters)")
+        if line.endswith("\r"):
+            if not lenient:
+                raise FormatError(f"{where}: Windows line ending (CR LF); convert the file "
+                                  f"with dos2unix (or utils/fix_data_dir.sh for a data dir)")
+            line = line.rstrip("\r")
+            if notes is not None and not any("Windows" in n for n in notes):
+                notes.append(f"{name}: Windows line endings removed")
+        if not line.strip():
+            if not lenient:
+                raise FormatError(f"{where}: empty line")
+            _note(notes, f"{where}: empty line removed")
+            continue
+        if line[0].isspace():
+            if not lenient:
+                raise FormatError(f"{where}: line starts with whitespace")
+            line = line.lstrip()
+        parts = line.split(None, 1)
+        yield lineno, parts[0], parts[1].strip() if len(parts) > 1 else ""
+
+
+def _note(notes: Optional[List[str]], msg: str) -> None:
+    if notes is not None:
+        notes.append(msg)
+
+
+def iter_map_lines(path: str, lenient: bool = False,
+                   notes: Optional[List[str]] = None) -> Iterator[Tuple[int, str, str]]:
     """Yields (lineno, key, rest) for each line of a Kaldi map file; errors name file:line."""
     try:
-        f = open(path, "r", encoding="utf-8", newline="")
+        f = open(path, "rb")
     except OSError as e:
         raise FormatError(f"cannot read {path}: {e.strerror}") from None
     with f:
-        for lineno, line in enumerate(f, start=1):
-            if line.endswith("\n"):
-                line = line[:-1]
-            if line.endswith("\r"):
-                raise FormatError(f"{path}:{lineno}: Windows line ending (CR LF); "
-                                  f"convert the file with dos2unix")
-            if not line.strip():
-                raise FormatError(f"{path}:{lineno}: empty line")
-            parts = line.split(None, 1)
-            if line[0].isspace():
-                raise FormatError(f"{path}:{lineno}: line starts with whitespace")
-            yield lineno, parts[0], parts[1].strip() if len(parts) > 1 else ""
+        yield from iter_lines(f, path, lenient, notes)
 
 
 def read_map(path: str, allow_empty_value: bool = False,
@@ -65,100 +94,48 @@ def read_int_map(path: str) -> "OrderedDict[str, int]":
     return out
 
 
-def write_map(path: str, items, atomic: bool = True) -> None:
-    """Writes ``key value`` lines (value str or list) in the given order."""
-    from hybridasr.utils.atomic import atomic_open
+# ------------------------------------------------------------------ token sequences
+def parse_text_archive(lines: Iterable[str], name: str) -> "OrderedDict[str, List[str]]":
+    """Parses ``key tokens...`` lines (file order kept; a duplicate key is an error)."""
+    return _token_table(iter_lines((ln.encode("utf-8") for ln in lines), name), name)
 
-    with atomic_open(path, "w", encoding="utf-8") as f:
+
+def _token_table(rows: Iterable[Tuple[int, str, str]], name: str):
+    out: "OrderedDict[str, List[str]]" = OrderedDict()
+    for lineno, key, rest in rows:
+        if key in out:
+            raise FormatError(f"{name}:{lineno}: duplicate key {key!r}")
+        out[key] = rest.split()
+    return out
+
+
+def read_text_archive(rxfilename: str) -> "OrderedDict[str, List[str]]":
+    """Reads a text archive of token sequences from a file, ``-`` (stdin) or ``cmd |``."""
+    name = "<stdin>" if rxfilename == "-" else label(rxfilename)
+    with InputStream(rxfilename) as f:
+        return _token_table(iter_lines(f.f, name), name)
+
+
+def read_text_rspecifier(rspecifier: str) -> "OrderedDict[str, List[str]]":
+    """``ark[,t,s,cs,...]:<rxfilename>`` or a plain path; ``scp:`` is refused."""
+    spec = parse_rspecifier(rspecifier, plain_ok=True)
+    if spec.kind != "ark":
+        raise SpecifierError(f"unsupported rspecifier {rspecifier!r}: expected ark:<file> "
+                             f"(text archive of token sequences)")
+    return read_text_archive(spec.rxfilename)
+
+
+# ------------------------------------------------------------------ writing
+def write_lines(path: str, lines: Iterable[str]) -> None:
+    """Writes lines (no newline in them) to a file, atomically and durably."""
+    with atomic_open(path, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def write_map(path: str, items) -> None:
+    """Writes ``key value`` lines (value str or list) in the given order, atomically and
+    durably."""
+    with TextTableWriter(WSpecifier(path, None, text=True)) as w:
         for key, value in (items.items() if hasattr(items, "items") else items):
-            if isinstance(value, (list, tuple)):
-                value = " ".join(str(v) for v in value)
-            f.write(f"{key} {value}\n")
-
-
-class ArkScpWriter:
-    """Writes (key, numpy array) pairs to ``ark`` and ``scp`` atomically.
-
-    ``compression_method`` follows kaldiio (2 = Kaldi's kSpeechFeature, what
-    ``copy-feats --compress=true`` writes). ``scp`` may be None (ark only).
-    """
-
-    def __init__(self, ark: str, scp: Optional[str] = None,
-                 compression_method: Optional[int] = None):
-        self.ark, self.scp = ark, scp
-        self.compression_method = compression_method
-        self._ark_tmp = tmp_path_for(ark)
-        self._scp_tmp = tmp_path_for(scp) if scp else None
-        self._fd = open(self._ark_tmp, "wb")
-        self._scp_fd = open(self._scp_tmp, "w", encoding="utf-8") if scp else None
-        self.num_written = 0
-
-    def write(self, key: str, array: np.ndarray) -> None:
-        if not key or any(c.isspace() for c in key):
-            raise FormatError(f"{self.ark}: bad key {key!r} (empty or with whitespace)")
-        self._fd.write((key + " ").encode("utf-8"))
-        offset = self._fd.tell()
-        write_array(self._fd, array, compression_method=self.compression_method)
-        if self._scp_fd:
-            self._scp_fd.write(f"{key} {self.ark}:{offset}\n")
-        self.num_written += 1
-
-    def close(self) -> None:
-        """Renames the finished files into place."""
-        if self._fd is None:
-            return
-        self._fd.flush()
-        os.fsync(self._fd.fileno())
-        self._fd.close()
-        self._fd = None
-        os.replace(self._ark_tmp, self.ark)
-        if self._scp_fd:
-            self._scp_fd.close()
-            os.replace(self._scp_tmp, self.scp)
-
-    def abort(self) -> None:
-        """Removes the temporary files; the targets are left as they were."""
-        for fd in (self._fd, self._scp_fd):
-            if fd is not None:
-                fd.close()
-        self._fd = self._scp_fd = None
-        for p in (self._ark_tmp, self._scp_tmp):
-            if p and os.path.exists(p):
-                os.unlink(p)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
-
-
-def parse_wspecifier(wspecifier: str) -> Tuple[List[str], Optional[str], Optional[str]]:
-    """``ark,scp:a.ark,a.scp`` -> (["ark","scp"...opts], ark, scp). Only ark[,scp] forms."""
-    if ":" not in wspecifier:
-        raise FormatError(f"bad wspecifier {wspecifier!r}: expected e.g. ark,scp:f.ark,f.scp")
-    kinds, paths = wspecifier.split(":", 1)
-    opts = [k.strip() for k in kinds.split(",")]
-    if "ark" not in opts:
-        raise FormatError(f"bad wspecifier {wspecifier!r}: must write an ark")
-    if "scp" in opts:
-        if opts.index("ark") > opts.index("scp"):
-            raise FormatError(f"bad wspecifier {wspecifier!r}: write 'ark,scp:<ark>,<scp>'")
-        if paths.count(",") != 1:
-            raise FormatError(f"bad wspecifier {wspecifier!r}: expected <ark>,<scp>")
-        ark, scp = paths.split(",")
-        return opts, ark, scp
-    return opts, paths, None
-
-
-def load_scp_lazy(path: str) -> Dict[str, object]:
-    """Random access over an scp (kaldiio), keys in file order; nothing is read up front."""
-    import kaldiio
-
-    if not os.path.exists(path):
-        raise FormatError(f"no such scp file: {path}")
-    return kaldiio.load_scp(path)
+            w.write(key, value)

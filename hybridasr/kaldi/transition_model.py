@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
-from typing import BinaryIO, Optional, Tuple
+from typing import Optional
 
 import numpy as np
 
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.hmm_topology import NO_PDF, HmmTopology
 from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter
-from hybridasr.kaldi.rspecifier import apply_default_mode
+from hybridasr.kaldi.streams import InputStream
 from hybridasr.utils.atomic import atomic_path
 
 __all__ = ["TransitionModel", "read_transition_model", "write_transition_model"]
@@ -146,18 +144,6 @@ class TransitionModel:
     def is_final(self, tid: int) -> bool:
         return bool(self.tid_is_final[self._check_tid(tid)])
 
-    def transition_state_to_phone(self, tstate: int) -> int:
-        return int(self.tuples[tstate - 1, 0])
-
-    def transition_state_to_hmm_state(self, tstate: int) -> int:
-        return int(self.tuples[tstate - 1, 1])
-
-    def transition_state_to_forward_pdf(self, tstate: int) -> int:
-        return int(self.tuples[tstate - 1, 2])
-
-    def transition_state_to_self_loop_pdf(self, tstate: int) -> int:
-        return int(self.tuples[tstate - 1, 3])
-
     def pair_to_transition_id(self, tstate: int, trans_index: int) -> int:
         first, end = int(self.state2id[tstate]), int(self.state2id[tstate + 1])
         if not 0 <= trans_index < end - first:
@@ -268,19 +254,6 @@ def _read_int_rows(r: KaldiObjectReader, n: int, width: int, what: str) -> np.nd
     return np.array(vals, dtype=np.int32).reshape(n, width)
 
 
-def _open_rxfilename(path: str) -> Tuple[BinaryIO, Optional[subprocess.Popen]]:
-    """A Kaldi rxfilename: a file, ``-`` (stdin) or ``command |``."""
-    if path == "-":
-        return sys.stdin.buffer, None
-    if path.rstrip().endswith("|"):
-        proc = subprocess.Popen(path.rstrip()[:-1], shell=True, stdout=subprocess.PIPE)
-        return proc.stdout, proc
-    try:
-        return open(path, "rb"), None
-    except OSError as e:
-        raise FormatError(f"cannot read model {path}: {e.strerror}") from None
-
-
 def read_transition_model(path: str) -> TransitionModel:
     """Reads the TransitionModel at the head of a Kaldi model file (binary or text).
 
@@ -288,15 +261,15 @@ def read_transition_model(path: str) -> TransitionModel:
     ``</TransitionModel>``.
     """
     _check_not_a_flattened_symlink(path)
-    f, proc = _open_rxfilename(path)
     try:
-        tm = TransitionModel.read(KaldiObjectReader(f, path))
+        stream = InputStream(path)
+    except FormatError as e:
+        raise FormatError(f"cannot read model: {e}") from None
+    try:
+        return TransitionModel.read(KaldiObjectReader(stream.f, path))
     finally:
-        if f is not sys.stdin.buffer:
-            f.close()
-        if proc is not None:
-            proc.wait()
-    return tm
+        stream.close(check=False)  # what follows the TransitionModel is not read: a pipe
+        # command may die of SIGPIPE
 
 
 def _check_not_a_flattened_symlink(path: str) -> None:
@@ -321,7 +294,6 @@ def write_transition_model(tm: TransitionModel, path: str, binary: bool = True,
     """Writes ``tm`` alone as a Kaldi model file (atomically); Kaldi's tools read the
     TransitionModel of it (e.g. ``show-transitions``)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        apply_default_mode(tmp)
         tm.write(KaldiObjectWriter(f, binary), layout=layout)
 
 

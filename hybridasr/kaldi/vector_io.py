@@ -10,7 +10,6 @@ import numpy as np
 
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter
-from hybridasr.kaldi.rspecifier import apply_default_mode
 from hybridasr.utils.atomic import atomic_path
 
 
@@ -41,7 +40,6 @@ def format_kaldi_vector(values) -> str:
 def write_kaldi_vector(path: str, values, binary: bool = False) -> None:
     """Writes a Kaldi vector file atomically (text by default; binary as ``DV``)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        apply_default_mode(tmp)
         if binary:
             arr = np.asarray(values, dtype="<f8")
             w = KaldiObjectWriter(f, binary=True)

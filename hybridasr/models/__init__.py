@@ -5,14 +5,18 @@ Every model maps ``x`` float [B, T, D] (zero padded) and ``lengths`` int64 [B] t
 with ``return_state`` it returns ``(logits, new_state)`` (None but for ``lstm``, whose state
 truncated BPTT carries across windows; ``reset_state`` zeros the rows of a new utterance).
 
-- ``factory``: ``add_model_options``, ``model_config_from_args``, ``build_model``.
+- ``factory``: ``MODELS`` (``--model``), ``model_options`` (every model's declared options),
+  ``model_config_from_args``, ``build_model``.
+- ``options``: the options the models share (``ModelOptions``, ``LstmOptions``).
+- ``device``: ``--device`` (``DeviceOptions``) and ``resolve_device``.
 - ``io``: ``save_model`` / ``load_model`` (format ``hybridasr-nnet-1``, weights-only loading).
 - ``blstm``, ``lstm``, ``mlp``: the networks.
 """
-from hybridasr.models.factory import (add_model_options, build_model,  # noqa: F401
-                                      model_config_from_args, normalize_config)
+from hybridasr.models.factory import (MODEL_CONFIG, MODELS, build_model,  # noqa: F401
+                                      model_config_from_args, model_options,
+                                      normalize_config)
 from hybridasr.models.io import FORMAT, load_model, save_model  # noqa: F401
 from hybridasr.models.lstm import reset_state  # noqa: F401
 
-__all__ = ["add_model_options", "model_config_from_args", "build_model", "normalize_config",
-           "save_model", "load_model", "reset_state", "FORMAT"]
+__all__ = ["MODELS", "MODEL_CONFIG", "model_options", "model_config_from_args", "build_model",
+           "normalize_config", "save_model", "load_model", "reset_state", "FORMAT"]

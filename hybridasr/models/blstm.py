@@ -23,6 +23,8 @@ from typing import Optional
 import torch
 from torch import nn
 
+from hybridasr.models.options import LstmOptions
+
 
 def lengths_or_full(x: torch.Tensor, lengths: Optional[torch.Tensor]) -> torch.Tensor:
     """``lengths`` as an int64 CPU tensor (all ``T`` when None)."""
@@ -65,11 +67,12 @@ class BlstmLayer(nn.Module):
 class Blstm(nn.Module):
     """Stacked BLSTM layers, dropout between layers, a Linear to ``num_outputs`` logits."""
 
+    Options = LstmOptions  # its options (--num-layers, ...)
     recurrent = True  # uses the context of the sequence
-    carries_state = False  # the backward direction needs the whole sequence: no TBPTT
+    carries_state = False  # the backward direction needs the whole sequence: no truncated BPTT
 
     def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
-                 proj_size: int = 0, dropout: float = 0.0):
+                 proj_size: int, dropout: float):
         super().__init__()
         layers, dim = [], input_dim
         for _ in range(num_layers):

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from hybridasr.models.blstm import lengths_or_full
+from hybridasr.models.options import LstmOptions
 
 State = Tuple[torch.Tensor, torch.Tensor]
 
@@ -31,11 +32,12 @@ def reset_state(state: Optional[State], reset_mask: Optional[torch.Tensor]) -> O
 
 
 class Lstm(nn.Module):
+    Options = LstmOptions  # its options (--num-layers, ...)
     recurrent = True  # uses the context of the sequence
     carries_state = True  # its state goes from one window to the next (truncated BPTT)
 
     def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
-                 proj_size: int = 0, dropout: float = 0.0):
+                 proj_size: int, dropout: float):
         super().__init__()
         self.lstm = nn.LSTM(input_dim, hidden_size, num_layers=num_layers, batch_first=True,
                             dropout=dropout if num_layers > 1 else 0.0, proj_size=proj_size)

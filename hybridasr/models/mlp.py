@@ -3,20 +3,31 @@ a Linear to the logits. Its input is already spliced (the data pipeline's ``--sp
 works frame by frame on ``[B, T, D]`` (``T = 1`` for frame-shuffled batches)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import nn
 
+from hybridasr.models.options import ModelOptions
+from hybridasr.options import option
+
 ACTIVATIONS = {"sigmoid": nn.Sigmoid, "relu": nn.ReLU}
 
 
+@dataclass
+class MlpOptions(ModelOptions):
+    activation: str = option("sigmoid", "mlp hidden-layer nonlinearity",
+                             choices=tuple(ACTIVATIONS))
+
+
 class Mlp(nn.Module):
+    Options = MlpOptions  # its options (--num-layers, ...)
     recurrent = False  # frame by frame: context only from --splice
     carries_state = False
 
     def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
-                 activation: str = "sigmoid", dropout: float = 0.0):
+                 activation: str, dropout: float):
         super().__init__()
         layers, dim = [], input_dim
         for _ in range(num_layers):

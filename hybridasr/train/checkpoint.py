@@ -11,13 +11,19 @@ Every file is written atomically and durably (``hybridasr.utils.atomic``: the fi
 directory are fsynced before the ``with`` block returns), and an epoch's files are all written
 before ``train_state.json`` names that epoch: after a crash or a power loss the state never
 names a torn or missing file.
+
+``remove_run`` (``train.py --restart=true``) removes these files, and only these, so that the
+next training starts from scratch; a training that finds no ``train_state.json`` does the same
+first, so that nothing of an earlier, unfinished run is used.
 """
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
-from typing import Optional
+import re
+from typing import List, Optional
 
 import torch
 
@@ -25,6 +31,12 @@ from hybridasr.errors import FormatError, HybridAsrError
 from hybridasr.utils.atomic import atomic_open, atomic_path, fsync_dir
 
 STATE_FILE = "train_state.json"
+# what the trainer writes in the exp dir beside nnet/ (train.conf and config.json are the
+# command line's, rewritten by every run; logs and the files train.sh copies are not the trainer's)
+RUN_FILES = ("metrics.jsonl", "curves.png", "global_stats.json")
+_MODEL_FILE = re.compile(r"^epoch\d+\.(nnet|nnet_rejected|opt|avg)$")
+
+log = logging.getLogger(__name__)
 
 
 def model_path(exp_dir: str, epoch: int, rejected: bool = False) -> str:
@@ -81,8 +93,8 @@ def read_state(exp_dir: str) -> Optional[dict]:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except json.JSONDecodeError as e:
-        raise FormatError(f"{path}: not valid JSON ({e}); delete it to train from scratch") \
-            from None
+        raise FormatError(f"{path}: not valid JSON ({e}); train with --restart=true to start "
+                          f"from scratch") from None
 
 
 def write_state(exp_dir: str, state: dict) -> None:
@@ -101,6 +113,59 @@ def link_final(exp_dir: str, best: str) -> str:
     os.replace(tmp, final)
     fsync_dir(exp_dir)
     return final
+
+
+def _own_or_its_tmp(name: str, own) -> bool:
+    """``own(name)``, or ``name`` is a temporary file an atomic write of such a file left
+    (``hybridasr.utils.atomic``: ``.<name>.<random>.tmp``)."""
+    m = re.match(r"^\.(.+)\.[^.]+\.tmp$", name)
+    return bool(own(name) or (m and own(m.group(1))))
+
+
+def remove_run(exp_dir: str) -> List[str]:
+    """Removes the files of a training from ``exp_dir`` and returns their paths: nnet/epoch*,
+    ``train_state.json``, ``final.nnet`` (a symlink: a plain file of that name is not the
+    trainer's), ``RUN_FILES`` and temporary files of these; nothing else (not train.conf or
+    config.json, the logs, the files train.sh copies beside them, the decode dirs). In an order
+    that a kill at any moment leaves either the old run, which a resume completes, or a dir
+    that a new training starts over in: ``final.nnet`` first (a finished run resumed links it
+    again), then ``train_state.json``, the commit point (a training that finds no state calls
+    this itself before it starts), then the rest."""
+    removed: List[str] = []
+    if not os.path.isdir(exp_dir):
+        return removed
+
+    def rm(path: str) -> None:
+        os.unlink(path)
+        removed.append(path)
+
+    final = os.path.join(exp_dir, "final.nnet")
+    for path in (final, final + ".tmp"):  # link_final's symlinks
+        if os.path.islink(path):
+            rm(path)
+    fsync_dir(exp_dir)
+    state = os.path.join(exp_dir, STATE_FILE)
+    if os.path.lexists(state):
+        rm(state)
+        fsync_dir(exp_dir)
+    top = (STATE_FILE,) + RUN_FILES
+    for name in sorted(os.listdir(exp_dir)):
+        path = os.path.join(exp_dir, name)
+        if _own_or_its_tmp(name, top.__contains__) and not os.path.isdir(path):
+            rm(path)
+    nnet = os.path.join(exp_dir, "nnet")
+    if os.path.isdir(nnet):
+        for name in sorted(os.listdir(nnet)):
+            path = os.path.join(nnet, name)
+            if _own_or_its_tmp(name, _MODEL_FILE.match) and not os.path.isdir(path):
+                rm(path)
+        fsync_dir(nnet)
+        if not os.listdir(nnet):
+            os.rmdir(nnet)
+    fsync_dir(exp_dir)
+    if removed:
+        log.info("removed %d file(s) of an earlier training from %s", len(removed), exp_dir)
+    return removed
 
 
 class NoImprovementError(HybridAsrError):

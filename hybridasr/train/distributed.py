@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 from hybridasr.errors import ConfigError, FormatError
+from hybridasr.models.device import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +33,6 @@ class DistInfo:
     @property
     def active(self) -> bool:
         return self.world_size > 1 or self.group
-
-
-def resolve_device(name: str, local_rank: int = 0) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda":
-        if not torch.cuda.is_available():
-            raise ConfigError("--device=cuda but torch sees no CUDA device")
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
-        return torch.device("cuda", local_rank % torch.cuda.device_count())
-    return torch.device("cpu")
 
 
 def init_distributed(device: str, parallel: str) -> DistInfo:

@@ -22,7 +22,7 @@ from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.kaldi.table import load_scp_lazy
+from hybridasr.kaldi.matrix_reader import load_scp_lazy
 from hybridasr.train import checkpoint as ckpt
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
                                          broadcast_parameters, init_distributed, shutdown)
@@ -88,20 +88,14 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, lr: float):
 
 
 def cv_config(dcfg: DataConfig) -> DataConfig:
-    """Cross-validation batches: whole utterances of any length sorted by length (no chunks,
-    no TBPTT, no length limit: one longer than max_frames gets a batch of its own), each
-    utterance once (no repeated passes over a tiny set)."""
-    c = dataclasses.replace(dcfg, seq_ordering="sorted", chunking="", chunking_loss="all",
-                            tbptt="", min_batches_per_epoch=0,
-                            max_seq_length=0, bucket_boundaries="", bucket_width=0,
-                            max_frames=max(dcfg.max_frames, 10000) if dcfg.max_frames else 0)
-    c.validate()
-    return c
+    """Cross-validation batches: whole utterances of any length sorted by length, each
+    utterance once (``DataConfig.for_evaluation``)."""
+    return dcfg.for_evaluation()
 
 
 class Trainer:
     def __init__(self, inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
-                 schedule, info: Optional[DistInfo] = None):
+                 schedule, info: Optional[DistInfo] = None, restart: bool = False):
         from hybridasr.data.batching import check_model_fits
         from hybridasr.models.factory import model_class
 
@@ -111,6 +105,10 @@ class Trainer:
         self.info = info or init_distributed(tcfg.device, tcfg.parallel)
         self.dev = self.info.device
         self.exp = inputs.exp_dir
+        if restart or ckpt.read_state(self.exp) is None:  # nothing of an earlier run is used
+            if self.info.is_main:
+                ckpt.remove_run(self.exp)
+            barrier(self.info)
         os.makedirs(os.path.join(self.exp, "nnet"), exist_ok=True)
         self._setup_data()
 
@@ -241,7 +239,8 @@ class Trainer:
             raise ConfigError(
                 f"{self.exp}/{ckpt.STATE_FILE} is from a training with another model or data "
                 f"({state.get('model_config')}, input dim {state.get('input_dim')}, "
-                f"{state.get('num_pdfs')} pdfs); use another exp dir or delete this one")
+                f"{state.get('num_pdfs')} pdfs); use another exp dir, or --restart=true to "
+                f"train over it")
 
     def _publish(self, state: dict) -> None:
         if self.info.is_main:
@@ -323,13 +322,15 @@ def save_config_json(path: str, **parts) -> None:
 
 
 def train(inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
-          schedule) -> dict:
+          schedule, restart: bool = False) -> dict:
+    """Trains into ``inputs.exp_dir``, resuming the run there; ``restart``: start over
+    (``checkpoint.remove_run``)."""
     if tcfg.num_threads > 0:
         torch.set_num_threads(tcfg.num_threads)
     torch.set_flush_denormal(True)  # denormal LSTM states slow CPUs down many times
     info = init_distributed(tcfg.device, tcfg.parallel)
     try:
-        trainer = Trainer(inputs, dcfg, mcfg, tcfg, schedule, info)
+        trainer = Trainer(inputs, dcfg, mcfg, tcfg, schedule, info, restart=restart)
         state = trainer.run()
     finally:
         shutdown(info)

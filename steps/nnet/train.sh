@@ -4,7 +4,8 @@
 # (steps/import_ali.sh: targets.scp, num_pdfs, pdf_counts) or Kaldi alignment dirs
 # (ali.*.gz + final.mdl), imported here into <exp-dir>/ali_{tr,cv}. Writes <exp-dir>/final.nnet
 # (-> the best model), final.mdl and ali_train_pdf.counts (for decoding), metrics.jsonl,
-# curves.png and log/train.log. Run it again to resume an interrupted training.
+# curves.png and log/train.log. Run it again to resume an interrupted training; --restart true
+# trains from scratch (train.py removes its own files from <exp-dir> first, nothing else).
 
 # Begin configuration section.
 cmd=run.pl           # e.g. "queue.pl --gpu 1" from cmd.sh
@@ -17,6 +18,7 @@ nproc=1              # processes for torchrun (one per GPU); >1 needs --parallel
 parallel=            # ddp|average (default with nproc>1: ddp)
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --node-rank 0 --rdzv-endpoint host:29400"
 train_opts=          # more train.py options, e.g. "--learning-rate=0.0005 --max-iters=10"
+restart=false        # true: train from scratch (train.py --restart); false: resume <exp-dir>
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -40,6 +42,7 @@ Options:
   --parallel ddp|average                 # multi-process scheme (default: ddp when nproc>1)
   --torchrun-opts "<opts>"               # multi-node rendezvous etc., passed to torchrun
   --train-opts "<opts>"                  # more train.py options
+  --restart true|false                   # train from scratch / resume (default: $restart)
 USAGE
   exit 1
 fi
@@ -92,7 +95,7 @@ opts=()
 [ -n "$model_config" ] && opts+=(--model-config="$model_config")
 [ -n "$batching_config" ] && opts+=(--batching-config="$batching_config")
 [ -n "$schedule_config" ] && opts+=(--schedule-config="$schedule_config")
-opts+=(--device="$device")
+opts+=(--device="$device" --restart="$restart")
 if [ "$nproc" -gt 1 ] || [ -n "$torchrun_opts" ]; then
   [ -z "$parallel" ] && parallel=ddp
   opts+=(--parallel="$parallel")

@@ -144,11 +144,13 @@ if run_stage 3; then
   if [ -e $dir/final.nnet ]; then
     echo "$dir/final.nnet exists: skipping (delete it to train again)"
   else
-    if [ -f $dir/train_state.json ] && grep -q '"done": true' $dir/train_state.json; then
+    restart=false  # resume an unfinished training
+    if [ -f $dir/train_state.json ] && [ "$(json_get.py $dir/train_state.json done)" == true ]; then
       echo "$dir/final.nnet was deleted after a finished training: training again from scratch"
-      rm -rf $dir/nnet $dir/train_state.json $dir/metrics.jsonl $dir/curves.png $dir/global_stats.json
+      restart=true
     fi
     steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
+      --restart $restart \
       --model-config $model_config --batching-config $batching_config \
       --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
       ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \

@@ -1,117 +1,151 @@
 """The one interface every batching strategy implements, and the pieces they share.
 
-A strategy gets the epoch's *items* — ``Item(utt, start, end)`` spans in output frames (whole
-utterances, chunks, or pieces of split long utterances) — and a random generator seeded from
-(seed, epoch) only, and returns per-rank lists of ``BatchPlan``. Plans hold no features: the
-loader turns them into tensors in worker processes.
+A strategy is one module: a ``BatchingStrategy`` subclass registered under its name
+(``@register_strategy("laplace")``, ``hybridasr.data.batching.registry``) that declares
 
-An item longer than ``--max-frames`` gets a batch of its own (``cut_consecutive``): any
-utterance the data dir has can be trained on; only ``--max-seq-length`` leaves utterances out.
+- its options: ``Options``, a dataclass of ``hybridasr.options.option`` fields (``--bucket-width``);
+  the command line, conf-file keys, help and ``DataConfig`` take them from there. It reads them
+  as ``self.options``; ``check_options`` checks them whether it is chosen or not;
+- how it is chosen: ``--seq-ordering=NAME`` (``NAME:ARG`` when ``takes_arg``; ``usage`` is its
+  spelling in the help), or, with ``selected_by``, by setting that option of its own
+  (``--tbptt=S:W``), ``--seq-ordering`` staying one of ``seq_orderings``;
+- its capabilities: ``needs_stateful_model`` (windows of an utterance come one batch after
+  another and the model must carry its recurrent state, the models' ``carries_state``);
+  ``splits_utterances`` (it cuts utterances itself, so ``--chunking`` does not combine);
+  ``per_frame`` (every sequence is one frame: a recurrent model sees no context); ``notes``
+  (what common options such as ``--max-frames`` mean for it, added to their help);
+- what the loader should do: ``cached_utterances()``; plan types of its own load themselves
+  (``hybridasr.data.batching.plans``).
 
-A strategy declares what it needs of the model (``needs_stateful_model``: windows of an
-utterance come one batch after another and the model must carry its recurrent state, the
-models' ``carries_state``) and whether its sequences give a recurrent model any context
-(``sequence_context``); ``check_model`` says at start what cannot work.
+It gets the epoch's items and a random generator seeded from (seed, epoch) only, and returns
+per-rank lists of plans (``plan``; by default its ``make_batches`` dealt to the ranks). An item
+longer than ``--max-frames`` gets a batch of its own (``cut_consecutive``): any utterance the
+data dir has can be trained on; only ``--max-seq-length`` leaves utterances out.
 """
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from hybridasr.data.batching.groups import has_cut_utterances, plan_with_groups
+from hybridasr.data.batching.plans import BatchPlan, Item, Limits, by_utterance
+from hybridasr.data.batching.sharding import deal_to_ranks
 from hybridasr.errors import ConfigError
+from hybridasr.options import from_values, option_specs
 
 log = logging.getLogger(__name__)
 
-
-class Item(NamedTuple):
-    """Frames [start, end) of utterance ``utt`` (in the transform's output frames);
-    ``counted``: the frames [a, b) the loss counts (None: all), for overlapping chunks
-    counted once (``--chunking-loss=once``)."""
-    utt: str
-    start: int
-    end: int
-    counted: Optional[Tuple[int, int]] = None
-
-    @property
-    def length(self) -> int:
-        return self.end - self.start
+__all__ = ["BatchingStrategy", "BatchPlan", "Item", "Limits", "NoOptions", "by_utterance",
+           "cut_consecutive", "parse_int_arg", "shuffled", "shuffled_utterances",
+           "sort_by_length"]
 
 
 @dataclass
-class BatchPlan:
-    """One batch: its items (``None`` = an idle TBPTT stream, length 0).
-
-    ``joins_previous``: loaded together with the batch before it, by one loader worker (a
-    plan unit): the batches of the chunks (or split pieces) of the same utterances, which the
-    unit reads once and cuts (see ``hybridasr.data.batching.groups``)."""
-    items: List[Optional[Item]]
-    reset: Optional[List[bool]] = None  # TBPTT: stream starts a new utterance
-    carry_state: bool = False
-    joins_previous: bool = False
-
-    @property
-    def lengths(self) -> List[int]:
-        return [it.length if it is not None else 0 for it in self.items]
-
-    @property
-    def num_real_frames(self) -> int:
-        return sum(self.lengths)
-
-    @property
-    def num_padded_frames(self) -> int:
-        lens = self.lengths
-        return len(lens) * max(lens, default=0)
-
-    @property
-    def num_batches(self) -> int:
-        return 1
+class NoOptions:
+    """The options of a strategy that has none of its own."""
 
 
-@dataclass
-class FrameBufferPlan:
-    """Frame shuffling: the utterances of one randomizer buffer; the loader reads them all,
-    permutes their frames with ``seed`` and cuts ``num_batches`` minibatches."""
-    items: List[Item]
-    seed: int
-    num_batches: int
+class BatchingStrategy(ABC):
+    """Lengths in, batches out, as a function of (seed, epoch) only."""
 
-    @property
-    def num_frames(self) -> int:
-        return sum(it.length for it in self.items)
+    name: ClassVar[str] = ""  # set by register_strategy
+    usage: ClassVar[str] = ""  # its --seq-ordering spelling(s) in the help; default: name
+    takes_arg: ClassVar[bool] = False  # ``name:ARG`` (laplace:N, optimal_buckets:Q)
+    Options: ClassVar[type] = NoOptions
+    # chosen by setting this option of its own (non-empty) instead of by --seq-ordering,
+    # which must then be one of seq_orderings
+    selected_by: ClassVar[Optional[str]] = None
+    seq_orderings: ClassVar[Tuple[str, ...]] = ()
+    # capabilities
+    needs_stateful_model: ClassVar[bool] = False
+    splits_utterances: ClassVar[bool] = False
+    per_frame: ClassVar[bool] = False
+    notes: ClassVar[Dict[str, str]] = {}  # common option -> what it means for this strategy
 
-    @property
-    def num_real_frames(self) -> int:
-        return self.num_frames
+    def __init__(self, arg: Optional[str], config, limits: Limits):
+        if arg and not self.takes_arg:
+            raise ConfigError(f"--seq-ordering={self.name}:{arg}: {self.name} takes no argument")
+        self.arg, self.config, self.limits = arg, config, limits
+        self.options = self.options_of(config)
+        self.check_options(self.options)
 
-    @property
-    def num_padded_frames(self) -> int:
-        return self.num_frames
+    # --- declarations ---------------------------------------------------------------
+    @classmethod
+    def options_of(cls, config):
+        """Its ``Options`` as ``config`` sets them (``config.strategy_options``), checked
+        (type, choices, minimum); the defaults where ``config`` lacks one."""
+        given = getattr(config, "strategy_options", {})
+        return from_values(cls.Options, {s.dest: given.get(s.dest, s.default)
+                                         for s in option_specs(cls.Options)})
 
-    def frame_batches(self) -> List[np.ndarray]:
-        """Per minibatch, indices into the concatenation of the items' frames."""
-        perm = np.random.default_rng(self.seed).permutation(self.num_frames)
-        return np.array_split(perm, self.num_batches)
+    @classmethod
+    def check_options(cls, options) -> None:
+        """ConfigError when its own options are malformed (checked whether it is chosen or
+        not, so a bad value in a conf file fails at once)."""
 
-    def locate(self, index: np.ndarray):
-        """(item indices, frame offsets inside the items) of concatenation indices."""
-        ends = np.cumsum([it.length for it in self.items])
-        which = np.searchsorted(ends, index, side="right")
-        return which, index - (ends[which] - np.array([it.length for it in self.items])[which])
+    @classmethod
+    def selecting_value(cls, config) -> str:
+        """The value of its ``selected_by`` option in ``config`` ("" when unset or none)."""
+        if not cls.selected_by:
+            return ""
+        return str(getattr(cls.options_of(config), cls.selected_by) or "")
 
+    @classmethod
+    def flag(cls, dest: str) -> str:
+        """The command-line spelling of one of its options (``--bucket-width``)."""
+        return next(s.flag for s in option_specs(cls.Options) if s.dest == dest)
 
-@dataclass
-class Limits:
-    max_frames: int = 0  # padded frames per batch (B x longest); 0 = no limit
-    max_seqs: int = 0  # sequences per batch; 0 = no limit
+    # --- what the trainer and the loader ask --------------------------------------------
+    def describe(self) -> str:
+        """How the user chose it, for messages (``--seq-ordering=laplace:8``, ``--tbptt=8:20``)."""
+        if self.selected_by:
+            return f"{self.flag(self.selected_by)}={self.selecting_value(self.config)}"
+        return f"--seq-ordering={self.name}" + (f":{self.arg}" if self.arg else "")
 
-    def fits(self, num_seqs: int, longest: int) -> bool:
-        if self.max_seqs and num_seqs > self.max_seqs:
-            return False
-        return not self.max_frames or num_seqs * longest <= self.max_frames
+    def label(self) -> str:
+        """Its name in the per-epoch figures (``laplace:8``, ``tbptt:64:20``)."""
+        if self.selected_by:
+            return f"{self.name}:{self.selecting_value(self.config)}"
+        return self.config.seq_ordering
+
+    def cached_utterances(self) -> int:
+        """Raw utterances the dataset should keep cached because their pieces come in later
+        batches (0: none beyond what a plan unit holds)."""
+        return 0
+
+    def check_model(self, model_class: type, model_name: str) -> None:
+        """ConfigError at start when the model cannot be trained this way; a warning when it
+        can but to no purpose. ``model_class`` declares ``carries_state`` and ``recurrent``."""
+        what = self.describe()
+        if self.needs_stateful_model and not getattr(model_class, "carries_state", False):
+            raise ConfigError(
+                f"{what} carries each utterance's recurrent state from window to window and "
+                f"needs a model that carries state: --model=lstm (got --model={model_name}, "
+                f"which keeps no state between batches, so it would train on windows without "
+                f"their context); or train --model={model_name} on whole utterances or "
+                f"--chunking")
+        if self.per_frame and getattr(model_class, "recurrent", False):
+            log.warning("%s gives the model single frames: --model=%s, a recurrent model, "
+                        "sees no context (use --model=mlp with --splice, or a sequence "
+                        "--seq-ordering for a recurrent model)", what, model_name)
+
+    # --- batching -----------------------------------------------------------------------
+    @abstractmethod
+    def make_batches(self, items: List[Item], rng: np.random.Generator) -> list:
+        """The whole epoch's batches in training order (all ranks together)."""
+
+    def plan(self, items: List[Item], rng: np.random.Generator,
+             world_size: int = 1) -> List[list]:
+        """Per-rank lists of plans: disjoint, all of the same length. Utterances cut into
+        several items (chunks, split pieces) are batched in groups that read each once
+        (``hybridasr.data.batching.groups``)."""
+        if has_cut_utterances(items):
+            return plan_with_groups(self, items, rng, world_size, self.config.randomizer_size)
+        return deal_to_ranks(self.make_batches(items, rng), world_size)
 
 
 def cut_consecutive(items: Sequence[Item], limits: Limits) -> List[BatchPlan]:
@@ -134,18 +168,6 @@ def shuffled(items: Sequence[Item], rng: np.random.Generator) -> List[Item]:
     return [items[i] for i in rng.permutation(len(items))]
 
 
-def by_utterance(items: Sequence[Item]) -> List[List[Item]]:
-    """Runs of consecutive items of the same utterance (``make_items`` keeps the chunks or
-    pieces of an utterance together and in order)."""
-    out: List[List[Item]] = []
-    for it in items:
-        if out and out[-1][0].utt == it.utt:
-            out[-1].append(it)
-        else:
-            out.append([it])
-    return out
-
-
 def shuffled_utterances(items: Sequence[Item], rng: np.random.Generator) -> List[Item]:
     """Utterances in random order, the pieces of each kept together and in order (the same
     order as ``shuffled`` when every utterance is one item)."""
@@ -160,69 +182,6 @@ def sort_by_length(items: Sequence[Item], rng: np.random.Generator,
     lens = np.array([it.length for it in items])
     order = np.lexsort((tie, -lens if reverse else lens))
     return [items[i] for i in order]
-
-
-class BatchingStrategy(ABC):
-    """Lengths in, batches out, as a function of (seed, epoch) only."""
-
-    name: str = ""
-    takes_arg = False  # ``name:ARG`` (laplace:N, optimal_buckets:Q)
-    # capabilities: the model must carry recurrent state from batch to batch (TBPTT)
-    needs_stateful_model = False
-    # False: every sequence is one frame, so a recurrent model sees no context (it runs,
-    # but only an MLP on spliced frames makes sense)
-    sequence_context = True
-
-    def __init__(self, arg: Optional[str], config, limits: Limits):
-        if arg and not self.takes_arg:
-            raise ConfigError(f"--seq-ordering={self.name}:{arg}: {self.name} takes no argument")
-        self.arg, self.config, self.limits = arg, config, limits
-
-    def check_model(self, model_class: type, model_name: str) -> None:
-        """ConfigError at start when the model cannot be trained this way; a warning when it
-        can but to no purpose. ``model_class`` declares ``carries_state`` and ``recurrent``."""
-        what = self.describe()
-        if self.needs_stateful_model and not getattr(model_class, "carries_state", False):
-            raise ConfigError(
-                f"{what} carries each utterance's recurrent state from window to window and "
-                f"needs a model that carries state: --model=lstm (got --model={model_name}, "
-                f"which keeps no state between batches, so it would train on windows without "
-                f"their context); or train --model={model_name} on whole utterances or "
-                f"--chunking")
-        if not self.sequence_context and getattr(model_class, "recurrent", False):
-            log.warning("%s gives the model single frames: --model=%s, a recurrent model, "
-                        "sees no context (use --model=mlp with --splice, or a sequence "
-                        "--seq-ordering for a recurrent model)", what, model_name)
-
-    def describe(self) -> str:
-        return f"--seq-ordering={self.name}" + (f":{self.arg}" if self.arg else "")
-
-    @abstractmethod
-    def make_batches(self, items: List[Item], rng: np.random.Generator) -> List[BatchPlan]:
-        """The whole epoch's batches in training order (all ranks together)."""
-
-    def plan(self, items: List[Item], rng: np.random.Generator,
-             world_size: int = 1) -> List[list]:
-        """Per-rank lists of plans: disjoint, all of the same length. Utterances cut into
-        several items (chunks, split pieces) are batched in groups that read each once
-        (``hybridasr.data.batching.groups``)."""
-        from hybridasr.data.batching.groups import has_cut_utterances, plan_with_groups
-        from hybridasr.data.sharding import deal_to_ranks
-
-        if has_cut_utterances(items):
-            return plan_with_groups(self, items, rng, world_size, self.config.randomizer_size)
-        return deal_to_ranks(self.make_batches(items, rng), world_size)
-
-
-STRATEGIES: Dict[str, type] = {}
-
-
-def register_strategy(name: str) -> Callable[[type], type]:
-    def deco(cls):
-        cls.name = name
-        STRATEGIES[name] = cls
-        return cls
-    return deco
 
 
 def parse_int_arg(name: str, arg: Optional[str], default: Optional[int] = None,

@@ -21,7 +21,8 @@ from typing import List, Sequence
 
 import numpy as np
 
-from hybridasr.data.batching.base import BatchPlan, Item, by_utterance
+from hybridasr.data.batching.plans import BatchPlan, Item, by_utterance
+from hybridasr.data.batching.sharding import halve_units
 
 Unit = List[BatchPlan]
 
@@ -60,8 +61,6 @@ def fill_buffers(utts: List[List[Item]], buffer_frames: int) -> List[List[Item]]
 def plan_with_groups(strategy, items: List[Item], rng: np.random.Generator, world_size: int,
                      buffer_frames: int) -> List[List[BatchPlan]]:
     """Per-rank plans, as ``BatchingStrategy.plan``, with cut utterances grouped."""
-    from hybridasr.data.sharding import halve_units
-
     whole, cut = [], []
     for group in by_utterance(items):
         (cut if len(group) > 1 else whole).append(group)

@@ -12,13 +12,14 @@ from typing import List
 import numpy as np
 
 from hybridasr.data.batching.base import (BatchingStrategy, BatchPlan, Item, cut_consecutive,
-                                          parse_int_arg, register_strategy, shuffled,
-                                          sort_by_length)
+                                          parse_int_arg, shuffled, sort_by_length)
+from hybridasr.data.batching.registry import register_strategy
 
 
 @register_strategy("laplace")
 class AlternatedSorting(BatchingStrategy):
     takes_arg = True
+    usage = "laplace:N | laplace:.K"
 
     def __init__(self, arg, config, limits):
         super().__init__(arg, config, limits)

@@ -8,13 +8,14 @@ Batches are then cut inside buckets; ``--bucket-order`` picks random or short-to
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import List, Sequence
 
 import numpy as np
 
-from hybridasr.data.batching.base import (BatchingStrategy, BatchPlan, Item, parse_int_arg,
-                                          register_strategy)
-from hybridasr.data.batching.bucketing import batches_in_buckets
+from hybridasr.data.batching.base import BatchingStrategy, BatchPlan, Item, parse_int_arg
+from hybridasr.data.batching.bucketing import batches_in_buckets, bucket_order_option
+from hybridasr.data.batching.registry import register_strategy
 
 
 def optimal_bucket_ends(lengths: Sequence[int], num_buckets: int) -> List[int]:
@@ -45,9 +46,16 @@ def optimal_bucket_ends(lengths: Sequence[int], num_buckets: int) -> List[int]:
     return ends[::-1]
 
 
+@dataclass
+class OptimalBucketsOptions:
+    bucket_order: str = bucket_order_option()
+
+
 @register_strategy("optimal_buckets")
 class OptimalBuckets(BatchingStrategy):
     takes_arg = True
+    usage = "optimal_buckets:Q"
+    Options = OptimalBucketsOptions
 
     def __init__(self, arg, config, limits):
         super().__init__(arg, config, limits)
@@ -56,4 +64,5 @@ class OptimalBuckets(BatchingStrategy):
     def make_batches(self, items: List[Item], rng: np.random.Generator) -> List[BatchPlan]:
         ends = optimal_bucket_ends([it.length for it in items], self.num_buckets)
         buckets = np.searchsorted(ends, [it.length for it in items], side="left").tolist()
-        return batches_in_buckets(buckets, items, rng, self.limits, self.config.bucket_order)
+        return batches_in_buckets(buckets, items, rng, self.limits,
+                                  self.options.bucket_order)

@@ -6,7 +6,8 @@ from typing import List
 import numpy as np
 
 from hybridasr.data.batching.base import (BatchingStrategy, BatchPlan, Item, cut_consecutive,
-                                          register_strategy, shuffled, sort_by_length)
+                                          shuffled, sort_by_length)
+from hybridasr.data.batching.registry import register_strategy
 
 
 @register_strategy("random")

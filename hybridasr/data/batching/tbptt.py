@@ -14,35 +14,64 @@ It needs a model that carries its recurrent state (``--model=lstm``); any other 
 from __future__ import annotations
 
 import heapq
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
 
 import numpy as np
 
 from hybridasr.data.batching.base import (BatchingStrategy, BatchPlan, Item, by_utterance,
                                           shuffled_utterances)
+from hybridasr.data.batching.registry import register_strategy
 from hybridasr.errors import ConfigError
+from hybridasr.options import option
 
 
+def streams_window(text: str) -> Tuple[int, int]:
+    """``S:W`` of ``--tbptt``."""
+    try:
+        s, w = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"--tbptt={text!r}: expected streams:window (two integers)") from None
+    if s < 1 or w < 1:
+        raise ConfigError(f"--tbptt={text!r}: both numbers of streams:window must be >= 1")
+    return s, w
+
+
+@dataclass
+class TbpttOptions:
+    tbptt: str = option("", "streams:window: truncated BPTT, state carried between windows")
+
+
+@register_strategy("tbptt")
 class TruncatedBptt(BatchingStrategy):
-    name = "tbptt"
+    Options = TbpttOptions
+    selected_by = "tbptt"  # --tbptt=S:W chooses it
+    seq_orderings = ("random",)  # it fills the streams in random order
     needs_stateful_model = True
+    splits_utterances = True  # into windows
 
     def __init__(self, arg, config, limits):
         super().__init__(arg, config, limits)
-        self.streams, self.window = config.tbptt_streams_window()
+        self.streams, self.window = streams_window(self.options.tbptt)
+        what = f"--tbptt={self.options.tbptt}"
         if limits.max_seqs and self.streams > limits.max_seqs:
-            raise ConfigError(f"--tbptt={config.tbptt}: {self.streams} streams exceed "
+            raise ConfigError(f"{what}: {self.streams} streams exceed "
                               f"--max-seqs={limits.max_seqs}")
         if limits.max_frames and self.streams * self.window > limits.max_frames:
-            raise ConfigError(f"--tbptt={config.tbptt}: {self.streams} x {self.window} frames "
+            raise ConfigError(f"{what}: {self.streams} x {self.window} frames "
                               f"exceed --max-frames={limits.max_frames}")
+
+    @classmethod
+    def check_options(cls, options) -> None:
+        if options.tbptt:
+            streams_window(options.tbptt)
+
+    def cached_utterances(self) -> int:
+        return 2 * self.streams  # the windows of an utterance come in a row
 
     def windows(self, item: Item) -> List[Item]:
         return [Item(item.utt, s, min(s + self.window, item.end))
                 for s in range(item.start, item.end, self.window)]
-
-    def describe(self) -> str:
-        return f"--tbptt={self.config.tbptt}"
 
     def fill_streams(self, items: List[Item], num_streams: int) -> List[List[Item]]:
         streams: List[List[Item]] = [[] for _ in range(num_streams)]

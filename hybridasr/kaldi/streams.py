@@ -1,74 +1,23 @@
-"""Kaldi rspecifiers/wspecifiers and rx/wxfilenames, as Kaldi's ``util/kaldi-table`` reads them.
+"""Kaldi rxfilenames and wxfilenames as binary streams (``util/kaldi-io``).
 
-rspecifier: ``ark:<rx>``, ``ark,t:<rx>``, ``ark,s,cs:<rx>``, ``scp:<scp-rx>``; an rxfilename is
-a file, ``-`` (stdin) or ``command |`` (run by ``sh``: ``ark:gunzip -c ali.*.gz|`` streams all
-jobs one after the other). wspecifier: ``ark:<wx>``, ``ark,t:<wx>``, ``ark,scp:<ark>,<scp>``,
-``ark,t,scp:...``; a wxfilename is a file (written atomically: temporary name, renamed on
-success), ``-`` (stdout) or ``| command``.
+rxfilename: a file, ``-`` (stdin) or ``command |`` (run by ``sh``: ``gunzip -c ali.*.gz|``
+streams all jobs one after the other). wxfilename: a file, ``-`` (stdout) or ``| command``.
 
-Input streams are *checked on close*: a pipe whose command failed (``gunzip`` on a corrupt
-file) raises FormatError naming the command, as Kaldi reports a failed pipe.
+An input stream is *checked on close*: a pipe whose command failed (``gunzip`` on a corrupt
+file) raises FormatError naming the command, as Kaldi reports a failed pipe. An output file is
+written atomically and durably (``hybridasr.utils.atomic``): a temporary name beside it, then
+on ``commit()`` fsynced, renamed and its directory fsynced, so whatever is written after it
+(an scp naming it) can point at it.
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
-from typing import BinaryIO, FrozenSet, Optional
+from typing import BinaryIO, Optional, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.table import parse_wspecifier as _parse_ark_wspecifier
-from hybridasr.utils.atomic import tmp_path_for
-
-_READ_OPTS = {"t", "b", "o", "no", "s", "ns", "cs", "ncs", "p", "np", "bg"}
-
-
-@dataclass(frozen=True)
-class RSpecifier:
-    kind: str  # "ark" or "scp"
-    opts: FrozenSet[str]
-    rxfilename: str
-
-
-def parse_rspecifier(spec: str) -> RSpecifier:
-    if ":" not in spec:
-        raise FormatError(f"bad rspecifier {spec!r}: expected ark:<file>, scp:<file>, "
-                          f"e.g. 'ark:gunzip -c exp/mono_ali/ali.*.gz|'")
-    head, rx = spec.split(":", 1)
-    words = [w.strip() for w in head.split(",")]
-    kinds = [w for w in words if w in ("ark", "scp")]
-    opts = [w for w in words if w not in ("ark", "scp")]
-    if len(kinds) != 1 or any(o not in _READ_OPTS for o in opts) or not rx.strip():
-        raise FormatError(f"bad rspecifier {spec!r}: expected ark[,opts]:<rx> or scp:<rx>")
-    return RSpecifier(kinds[0], frozenset(opts), rx.strip())
-
-
-@dataclass(frozen=True)
-class WSpecifier:
-    ark: str
-    scp: Optional[str]
-    text: bool
-
-
-def parse_wspecifier(spec: str) -> WSpecifier:
-    opts, ark, scp = _parse_ark_wspecifier(spec)
-    bad = [o for o in opts if o not in ("ark", "scp", "t", "b", "f", "nf", "p")]
-    if bad:
-        raise FormatError(f"bad wspecifier {spec!r}: unknown option(s) {','.join(bad)}")
-    return WSpecifier(ark.strip(), scp.strip() if scp else None, "t" in opts)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def apply_default_mode(path: str) -> None:
-    """Gives a file made with ``tempfile.mkstemp`` (mode 0600) the mode a plain ``open``
-    would have given it (0666 less the umask), so that renamed outputs are readable."""
-    os.chmod(path, 0o666 & ~_umask())
+from hybridasr.utils.atomic import replace_durably, tmp_path_for
 
 
 class InputStream:
@@ -79,8 +28,8 @@ class InputStream:
         self._proc: Optional[subprocess.Popen] = None
         if rxfilename == "-":
             self.f: BinaryIO = sys.stdin.buffer
-        elif rxfilename.endswith("|"):
-            cmd = rxfilename[:-1].strip()
+        elif rxfilename.rstrip().endswith("|"):
+            cmd = rxfilename.rstrip()[:-1].strip()
             # the command's stderr goes to ours (as Kaldi's pipes do): no deadlock on chatter
             self._proc = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE)
             self.f = self._proc.stdout
@@ -90,6 +39,10 @@ class InputStream:
             except OSError as e:
                 raise FormatError(f"cannot open {rxfilename}: {e.strerror}") from None
 
+    @property
+    def is_pipe(self) -> bool:
+        return self._proc is not None
+
     def read(self, n: int = -1) -> bytes:
         return self.f.read(n)
 
@@ -97,14 +50,16 @@ class InputStream:
         return self.f.readline(limit)
 
     def close(self, check: bool = True) -> None:
+        """Closes the stream; with ``check``, a failed input command raises FormatError
+        (``check=False`` for a reader that stopped early: the command may die of SIGPIPE)."""
         if self.f is not sys.stdin.buffer and not self.f.closed:
             self.f.close()
         if self._proc is not None:
             proc, self._proc = self._proc, None
             rc = proc.wait()
             if check and rc != 0:
-                raise FormatError(f"command '{self.name[:-1].strip()}' failed (exit status "
-                                  f"{rc}; its message is above)")
+                raise FormatError(f"command '{self.name.rstrip()[:-1].strip()}' failed (exit "
+                                  f"status {rc}; its message is above)")
 
     def __enter__(self):
         return self
@@ -114,10 +69,24 @@ class InputStream:
         return False
 
 
+def split_offset(rxfilename: str) -> Optional[Tuple[str, int]]:
+    """An scp entry's ``file.ark:123`` -> ("file.ark", 123); None for any other rxfilename (a
+    pipe, ``-``, a plain file, a row range ``file.ark:123[0:9]``)."""
+    path, sep, off = rxfilename.rpartition(":")
+    if sep and path and off.isdigit() and not rxfilename.endswith("|") and "[" not in rxfilename:
+        return path, int(off)
+    return None
+
+
+def label(rxfilename: str) -> str:
+    """How messages name an input: a pipe in quotes."""
+    return f"'{rxfilename}'" if rxfilename.rstrip().endswith("|") else rxfilename
+
+
 class OutputStream:
     """A binary output stream over a wxfilename: a file written atomically, ``-`` (stdout) or
-    ``| command``. ``commit()`` finishes it (rename, or wait for the command); ``abort()``
-    removes the temporary file."""
+    ``| command``. ``commit()`` finishes it (fsync and rename, or wait for the command);
+    ``abort()`` removes the temporary file."""
 
     def __init__(self, wxfilename: str):
         self.name = wxfilename
@@ -133,7 +102,7 @@ class OutputStream:
             d = os.path.dirname(os.path.abspath(wxfilename))
             if not os.path.isdir(d):
                 raise FormatError(f"cannot write {wxfilename}: no such directory {d}")
-            self._tmp = tmp_path_for(wxfilename)
+            self._tmp = tmp_path_for(wxfilename)  # already has the mode open() would give
             self.f = open(self._tmp, "wb")
 
     def write(self, data: bytes) -> int:
@@ -142,11 +111,17 @@ class OutputStream:
     def tell(self) -> int:
         return self.f.tell()
 
+    @property
+    def seekable(self) -> bool:
+        """True for a file (offsets are known: an scp can point into it)."""
+        return self._tmp is not None
+
     def commit(self) -> None:
         if self._tmp is not None:
+            self.f.flush()
+            os.fsync(self.f.fileno())
             self.f.close()
-            apply_default_mode(self._tmp)
-            os.replace(self._tmp, self.name)
+            replace_durably(self._tmp, self.name)
             self._tmp = None
         elif self._proc is not None:
             self.f.close()
@@ -170,7 +145,5 @@ class OutputStream:
             self.f.close()
             self._proc.wait()
             self._proc = None
-
-    @property
-    def seekable(self) -> bool:
-        return self._tmp is not None
+        else:
+            self.f.flush()

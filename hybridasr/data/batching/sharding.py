@@ -5,6 +5,7 @@ Unequal counts would hang the all-reduce, so when the count does not divide by t
 ranks, the batches with the most sequences are halved (halves stay in place, and halving only
 makes batches smaller, so limits still hold) until it does; rank r then takes batches r, r+R, ...
 Plan units of several batches (``hybridasr.data.batching.groups``) are halved inside the unit.
+A strategy with a plan type of its own deals it itself (``frame_shuffle``).
 """
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import heapq
 from dataclasses import replace
 from typing import List
 
-from hybridasr.data.batching.base import BatchPlan, FrameBufferPlan
+from hybridasr.data.batching.plans import BatchPlan
 from hybridasr.errors import ConfigError
 
 
-def _check_world(rank: int, world_size: int) -> None:
+def check_world(rank: int, world_size: int) -> None:
     if world_size < 1 or not 0 <= rank < world_size:
         raise ConfigError(f"bad rank {rank} of world size {world_size}")
 
@@ -66,33 +67,3 @@ def deal_to_ranks(batches: List[BatchPlan], world_size: int) -> List[List[BatchP
         return [list(batches)]
     batches = split_to_multiple(batches, world_size)
     return [batches[r::world_size] for r in range(world_size)]
-
-
-def deal_buffers_to_ranks(buffers: List[FrameBufferPlan],
-                          world_size: int) -> List[List[FrameBufferPlan]]:
-    """Frame shuffling: buffers dealt round-robin; ranks short of minibatches cut some of
-    their buffers into more (smaller) minibatches, so every rank has as many."""
-    buffers = list(buffers)
-    while 0 < len(buffers) < world_size:  # tiny data: halve the largest buffer
-        i = max(range(len(buffers)), key=lambda k: len(buffers[k].items))
-        b = buffers[i]
-        if len(b.items) < 2:
-            break
-        h = len(b.items) // 2
-        halves = [FrameBufferPlan(b.items[:h], b.seed, 1), FrameBufferPlan(b.items[h:], b.seed + 1, 1)]
-        buffers[i:i + 1] = halves
-    shares = [buffers[r::world_size] for r in range(world_size)]
-    counts = [sum(b.num_batches for b in s) for s in shares]
-    target = max(counts, default=0)
-    for share, count in zip(shares, counts):
-        extra = target - count
-        for b in sorted(share, key=lambda b: -b.num_frames):
-            if not extra:
-                break
-            add = min(extra, b.num_frames - b.num_batches)
-            b.num_batches += add
-            extra -= add
-        if extra:
-            raise ConfigError(f"too few frames to give every one of {world_size} ranks "
-                              f"{target} minibatches")
-    return shares

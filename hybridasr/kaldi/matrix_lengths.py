@@ -1,4 +1,5 @@
-"""Utterance lengths without reading the matrices: ``utt2num_frames`` or the ark headers.
+"""Matrix lengths without reading the matrices (Kaldi's ``feat-to-len``): from
+``utt2num_frames`` or the ark headers.
 
 A binary Kaldi matrix at ``ark:offset`` starts ``\\0B``, a type token (``FM ``, ``DM ``,
 ``CM ``, ``CM2 ``, ``CM3 ``) and then the row count: after a size byte for FM/DM, after two
@@ -7,16 +8,15 @@ loaded with kaldiio to get its shape.
 """
 from __future__ import annotations
 
-import re
 import struct
 from collections import OrderedDict
 from typing import BinaryIO, Dict, Optional
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.matrix_reader import read_matrices
+from hybridasr.kaldi.specifier import parse_rspecifier
+from hybridasr.kaldi.streams import split_offset
 from hybridasr.kaldi.table import iter_map_lines, read_int_map
-
-_ARK_OFFSET = re.compile(r"^(?P<path>[^|]+):(?P<offset>\d+)$")
-
 
 def _rows_from_header(f: BinaryIO) -> Optional[int]:
     if f.read(2) != b"\0B":
@@ -43,10 +43,10 @@ def read_scp_lengths(feats_scp: str) -> "OrderedDict[str, int]":
     fallback = []
     try:
         for lineno, utt, rx in iter_map_lines(feats_scp):
-            m = _ARK_OFFSET.match(rx)
+            at = split_offset(rx)
             rows = None
-            if m:
-                path = m.group("path")
+            if at is not None:
+                path, offset = at
                 if path not in handles:
                     try:
                         handles[path] = open(path, "rb")
@@ -54,7 +54,7 @@ def read_scp_lengths(feats_scp: str) -> "OrderedDict[str, int]":
                         raise FormatError(f"{feats_scp}:{lineno}: cannot open {path} for "
                                           f"{utt}: {e.strerror}") from None
                 f = handles[path]
-                f.seek(int(m.group("offset")))
+                f.seek(offset)
                 rows = _rows_from_header(f)
             if rows is None:
                 fallback.append((lineno, utt, rx))
@@ -85,3 +85,22 @@ def read_lengths(feats_scp: str, utt2num_frames: Optional[str] = None) -> "Order
                               f"{feats_scp} ({len(missing)} missing)")
         return OrderedDict((k, lengths[k]) for k in keys)
     return read_scp_lengths(feats_scp)
+
+
+def feat_lengths(rspecifier: str) -> "OrderedDict[str, int]":
+    """Rows of every matrix of ``scp:feats.scp`` (headers only where possible) or of an
+    archive (read whole), as Kaldi's ``feat-to-len``."""
+    spec = parse_rspecifier(rspecifier)
+    if spec.kind == "scp":
+        return read_scp_lengths(spec.rxfilename)
+    return OrderedDict((k, int(m.shape[0])) for k, m in read_matrices(rspecifier))
+
+
+def feat_length_of_file(rxfilename: str) -> int:
+    """Rows of the single matrix in a file (``feat-to-len <rxfilename>``)."""
+    import kaldiio
+
+    try:
+        return int(kaldiio.load_mat(rxfilename).shape[0])
+    except Exception as e:  # noqa: BLE001 - kaldiio raises many kinds
+        raise FormatError(f"cannot read a matrix from {rxfilename}: {e}") from None

@@ -1,20 +1,29 @@
-"""Reading feature tables with Kaldi's exact decompression arithmetic.
+"""Reading Kaldi matrix tables (features, CMVN stats, log-likelihoods), with Kaldi's exact
+decompression arithmetic.
 
 kaldiio decompresses Kaldi's compressed matrices (``CM``, ``CM2``, ``CM3``) with a slightly
 different float evaluation order than Kaldi's ``CompressedMatrix::CopyToMat``, so values can
 differ from Kaldi's by an ulp, and a sum over thousands of frames (CMVN stats) by ~1e-6
-relative. ``iter_feature_scp`` reads compressed matrices with Kaldi's arithmetic
-(``min + range * (1/65535.f) * v`` in float for the headers, the percentile interpolation
-finished in double as Kaldi's ``CharToFloat`` does) and anything else through kaldiio.
+relative. Here compressed matrices are read with Kaldi's arithmetic (``min + range *
+(1/65535.f) * v`` in float for the headers, the percentile interpolation finished in double
+as Kaldi's ``CharToFloat`` does) and anything else through kaldiio.
+
+- :func:`read_matrices`: every (key, matrix) of an rspecifier (``scp:``, ``ark:``, ``ark,t:``,
+  ``ark:-``, ``ark:cmd|``), in order.
+- :func:`iter_feature_scp`: the same for an scp file given by path.
+- :func:`load_scp_lazy`: random access over an scp (kaldiio), nothing read up front.
 """
 from __future__ import annotations
 
+import os
 import struct
 from typing import Dict, Iterator, Tuple
 
 import numpy as np
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.specifier import parse_rspecifier
+from hybridasr.kaldi.streams import InputStream, label, split_offset
 from hybridasr.kaldi.table import iter_map_lines
 
 _F = np.float32
@@ -67,8 +76,9 @@ def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
     fds: Dict[str, object] = {}
     try:
         for lineno, key, value in iter_map_lines(scp):
-            path, sep, off = value.rpartition(":")
-            if sep and off.isdigit() and not value.endswith("|") and "[" not in value:
+            at = split_offset(value)
+            if at is not None:
+                path, offset = at
                 fd = fds.get(path)
                 if fd is None:
                     try:
@@ -77,7 +87,7 @@ def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
                         raise FormatError(f"{scp}:{lineno}: cannot open {path}: "
                                           f"{e.strerror}") from None
                 try:
-                    mat = read_matrix_at(fd, int(off))
+                    mat = read_matrix_at(fd, offset)
                 except (ValueError, struct.error) as e:
                     raise FormatError(f"{scp}:{lineno}: cannot read {key} at {value}: "
                                       f"{e}") from None
@@ -89,3 +99,37 @@ def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
     finally:
         for fd in fds.values():
             fd.close()
+
+
+def read_matrices(rspecifier: str) -> Iterator[Tuple[str, np.ndarray]]:
+    """(key, matrix) pairs of an rspecifier: ``scp:`` through :func:`iter_feature_scp`, an
+    archive (binary or text, a file, ``-`` or a pipe) sequentially through kaldiio. Errors name
+    the input; a failed input command raises FormatError."""
+    spec = parse_rspecifier(rspecifier)
+    if spec.kind == "scp":
+        if spec.rxfilename == "-" or spec.rxfilename.endswith("|"):
+            raise FormatError(f"{rspecifier!r}: an scp must be a file here")
+        yield from iter_feature_scp(spec.rxfilename)
+        return
+    from kaldiio.matio import load_ark
+
+    stream = InputStream(spec.rxfilename)
+    ok = False
+    try:
+        try:
+            for key, mat in load_ark(stream.f):
+                yield key, np.asarray(mat)
+        except (OSError, ValueError, struct.error, UnicodeDecodeError) as e:
+            raise FormatError(f"cannot read {label(spec.rxfilename)}: {e}") from None
+        ok = True
+    finally:
+        stream.close(check=ok)
+
+
+def load_scp_lazy(path: str) -> Dict[str, object]:
+    """Random access over an scp (kaldiio), keys in file order; nothing is read up front."""
+    import kaldiio
+
+    if not os.path.exists(path):
+        raise FormatError(f"no such scp file: {path}")
+    return kaldiio.load_scp(path)

@@ -1,0 +1,81 @@
+"""The floors of the library (docs/design.md): a package imports only from its own floor's
+lower neighbours, never upwards, and nothing but ``pybin/`` (and ``hybridasr.cli`` itself)
+imports the CLI. Checked on the source (every import, also those inside functions)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LIB = REPO / "hybridasr"
+
+# floor of each top-level module/package; a module may import from lower floors and its own
+# package only. cli sits above all: the command line is the bins' business.
+FLOORS = {
+    "errors": 0,
+    "options": 1, "utils": 1,
+    "kaldi": 2,
+    "features": 3, "align": 3,
+    "data": 4,
+    "models": 5,
+    "train": 6, "decode": 6, "recipe": 6,
+    "cli": 7,
+}
+
+
+def _imports(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "hybridasr" and len(parts) > 1:
+                yield node.lineno, parts[1]
+            elif parts[0] == "hybridasr" and isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    yield node.lineno, a.name
+
+
+def _package_of(path: Path) -> str:
+    rel = path.relative_to(LIB).parts
+    return rel[0][:-3] if len(rel) == 1 else rel[0]
+
+
+def test_every_library_package_has_a_floor():
+    tops = {p.name[:-3] if p.suffix == ".py" else p.name for p in LIB.iterdir()
+            if (p.suffix == ".py" and p.name != "__init__.py") or
+            (p.is_dir() and (p / "__init__.py").exists())}
+    assert tops <= set(FLOORS), f"give these a floor in FLOORS and docs/design.md: " \
+                                f"{sorted(tops - set(FLOORS))}"
+
+
+def test_no_import_goes_up_a_floor_or_sideways():
+    bad = []
+    for path in sorted(LIB.rglob("*.py")):
+        if path.name == "__init__.py" and path.parent == LIB:
+            continue
+        own = _package_of(path)
+        for lineno, target in _imports(path):
+            if target == own or target not in FLOORS:
+                continue
+            if FLOORS[target] >= FLOORS[own]:
+                bad.append(f"{path.relative_to(REPO)}:{lineno}: {own} (floor {FLOORS[own]}) "
+                           f"imports {target} (floor {FLOORS[target]})")
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_bins_import_the_cli():
+    bad = [f"{p.relative_to(REPO)}:{n}" for p in sorted(LIB.rglob("*.py"))
+           if _package_of(p) != "cli" for n, t in _imports(p) if t == "cli"]
+    assert not bad, "library modules importing hybridasr.cli: " + ", ".join(bad)
+
+
+def test_the_checker_sees_imports_inside_functions(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from hybridasr.train.loop import run_epoch\n")
+    assert list(_imports(src)) == [(2, "train")]
