@@ -134,7 +134,8 @@ def add_option_spec(parser, spec: OptionSpec) -> None:
     if spec.type is bool:
         add_bool(parser, spec.flag, spec.default, spec.help, dest=spec.dest)
         return
-    shown = f'"{spec.default}"' if spec.type is str else spec.default
+    shown = ("unset" if spec.default is None else
+             f'"{spec.default}"' if spec.type is str else spec.default)
     parser.add_argument(spec.flag, dest=spec.dest, type=spec.type, default=spec.default,
                         choices=spec.choices, help=f"{spec.help} (default: {shown})")
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from hybridasr.errors import ConfigError
 
@@ -149,6 +149,18 @@ def from_values(cls, values: Any, **overrides):
     kwargs = {k: specs[k].check(v) for k, v in given.items() if k in specs}
     other = {k: v for k, v in given.items() if k not in specs}
     return cls(**kwargs, **other)
+
+
+def parse_int_pair(text: str, flag: str, form: str) -> Tuple[int, int]:
+    """``A:B`` of an option such as ``--chunking=size:step``, both integers >= 1;
+    ConfigError naming ``flag`` and ``form`` otherwise."""
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"{flag}={text!r}: expected {form} (two integers)") from None
+    if a < 1 or b < 1:
+        raise ConfigError(f"{flag}={text!r}: both numbers of {form} must be >= 1")
+    return a, b
 
 
 def check(obj) -> None:

@@ -2,7 +2,8 @@
 """Kaldi's ali-to-phones: phone sequences (or per-frame phones, or phone lengths) of alignments."""
 
 
-from hybridasr.cli import add_bool, make_parser, run_main
+from hybridasr.align.ali_tools import CtmOptions
+from hybridasr.cli import add_bool, add_options, make_parser, run_main
 
 
 def get_parser():
@@ -19,8 +20,7 @@ def get_parser():
     add_bool(p, "--ctm-output", False,
              "write a CTM ('utt 1 <start> <duration> <phone>') to the third argument, "
              "a wxfilename")
-    p.add_argument("--frame-shift", type=float, default=0.01,
-                   help="frame shift in seconds, for --ctm-output")
+    add_options(p, CtmOptions)
     p.add_argument("model")
     p.add_argument("alignments_rspecifier")
     p.add_argument("output")

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""Kaldi's compute-mfcc-feats: mfcc features from wav.scp into an ark/scp (see --help)."""
+"""Kaldi's compute-mfcc-feats and compute-fbank-feats: features from wav.scp into an ark/scp
+(see --help). ``compute_fbank_feats.py`` is a link to this file: the name it is called by
+chooses the feature type (``FEATURE_KINDS``)."""
+import os
+
 from hybridasr.cli import add_options, make_parser, run_main
 from hybridasr.features.make_feats import FeatureTableOptions, compute_feature_table
-from hybridasr.features.options import MfccOptions
+from hybridasr.features.options import FEATURE_KINDS
 
-KIND = "mfcc"
+KIND = os.path.basename(__file__).split("_")[1]  # compute_<kind>_feats.py
+OPTIONS = FEATURE_KINDS[KIND]
 
 
 def get_parser():
@@ -17,7 +22,7 @@ def get_parser():
         usage=f"{prog} [options] <wav-rspecifier> <feats-wspecifier>",
         example=f"{prog} --config=conf/{KIND}.conf --compress=true scp:data/train/wav.scp "
                 f"ark,scp:{KIND}/raw_{KIND}_train.1.ark,{KIND}/raw_{KIND}_train.1.scp")
-    add_options(p, MfccOptions, f"{KIND} options (Kaldi's)")
+    add_options(p, OPTIONS, f"{KIND} options (Kaldi's)")
     add_options(p, FeatureTableOptions, "the job")
     p.add_argument("wav_rspecifier")
     p.add_argument("feats_wspecifier")
@@ -31,7 +36,7 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     table = from_values(FeatureTableOptions, args)
     compute_feature_table(scp_rxfilename(args.wav_rspecifier), args.feats_wspecifier,
-                          from_values(MfccOptions, args), table)
+                          from_values(OPTIONS, args), table)
     return 0
 
 

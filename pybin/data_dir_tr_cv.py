@@ -3,8 +3,8 @@
 utterances where a speaker split would leave a side empty."""
 import sys
 
-from hybridasr.cli import make_parser, run_main
-from hybridasr.kaldi.datadir_tr_cv import split_tr_cv
+from hybridasr.cli import add_options, make_parser, run_main
+from hybridasr.kaldi.datadir_tr_cv import TrCvOptions, split_tr_cv
 
 
 def get_parser():
@@ -17,9 +17,7 @@ def get_parser():
                     usage="data_dir_tr_cv.py [options] <src-data> <train-data> <cv-data>",
                     example="data_dir_tr_cv.py --cv-spk-percent 10 data/train "
                             "data/train_tr90 data/train_cv10")
-    p.add_argument("--cv-spk-percent", type=float, default=10.0)
-    p.add_argument("--cv-utt-percent", type=float, default=None)
-    p.add_argument("--seed", type=int, default=777)
+    add_options(p, TrCvOptions)
     p.add_argument("src")
     p.add_argument("tr")
     p.add_argument("cv")

@@ -3,8 +3,8 @@
 import logging
 import sys
 
-from hybridasr.cli import make_parser, run_main
-from hybridasr.features.utt2dur import write_utt2dur
+from hybridasr.cli import add_options, make_parser, run_main
+from hybridasr.features.utt2dur import Utt2durOptions, write_utt2dur
 
 
 def get_parser():
@@ -13,8 +13,7 @@ def get_parser():
                     "(headers of plain files; pipes are read), else from feats.scp.",
                     usage="data_dir_utt2dur.py [options] <data-dir>",
                     example="data_dir_utt2dur.py data/train")
-    p.add_argument("--frame-shift", type=float, default=0.01,
-                   help="seconds per frame, when only feats.scp is there (default: 0.01)")
+    add_options(p, Utt2durOptions)
     p.add_argument("data")
     return p
 

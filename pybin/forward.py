@@ -5,6 +5,7 @@ nnet1 ``nnet-forward --no-softmax --class-frame-counts`` semantics) as a Kaldi m
 
 from hybridasr.cli import add_options, make_parser, run_main
 from hybridasr.decode.forward import ForwardOptions
+from hybridasr.decode.loglikes import PriorOptions
 
 
 def get_parser():
@@ -16,12 +17,7 @@ def get_parser():
         usage="forward.py [options] <model-in> <data-dir> <loglikes-wspecifier>",
         example="forward.py --class-frame-counts=exp/dnn/ali_train_pdf.counts "
                 "exp/dnn/final.nnet data/test ark,scp:loglikes.1.ark,loglikes.1.scp")
-    p.add_argument("--class-frame-counts", default="",
-                   help="pdf counts of the training alignment (Kaldi text vector); empty: "
-                        "write log-posteriors without dividing by priors")
-    p.add_argument("--prior-scale", type=float, default=1.0, help="scale of the log-priors")
-    p.add_argument("--prior-floor", type=float, default=1e-10,
-                   help="pdfs with a prior below this are disabled")
+    add_options(p, PriorOptions, "priors")
     p.add_argument("--transition-model", default="",
                    help="Kaldi model (final.mdl) to check the number of pdfs against")
     add_options(p, ForwardOptions)

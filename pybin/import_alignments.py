@@ -3,7 +3,8 @@
 import json
 import sys
 
-from hybridasr.cli import make_parser, run_main
+from hybridasr.align.importer import ImportOptions
+from hybridasr.cli import add_options, make_parser, run_main
 
 
 def get_parser():
@@ -16,14 +17,7 @@ def get_parser():
                     "left in <dir> on failure.",
                     usage="import_alignments.py [options] <ali-dir> <data-dir> <dir>",
                     example="import_alignments.py exp/tri3_ali data/train exp/tri3_ali_import")
-    p.add_argument("--length-tolerance", type=int, default=5,
-                   help="keep an utterance when |aligned frames - feature frames| < this "
-                        "(Kaldi nnet1's semantics): longer targets are cut to the features, "
-                        "shorter ones kept (training trims the features to them; their lengths "
-                        "go to <dir>/target_lengths); drop it otherwise")
-    p.add_argument("--label-delay", type=int, default=0,
-                   help="not applied at import: only 0 is accepted; delay the labels with "
-                        "train.py's --label-delay, which the model stores and decoding undoes")
+    add_options(p, ImportOptions)
     p.add_argument("ali_dir")
     p.add_argument("data_dir")
     p.add_argument("dir")

@@ -3,11 +3,10 @@
 and newbob-style learning-rate control; resumes where a previous run stopped."""
 import os
 
-from hybridasr.cli import make_parser, run_main
+from hybridasr.cli import add_bool, add_options, make_parser, run_main
 
 
 def get_parser():
-    from hybridasr.cli import add_options
     from hybridasr.data.options import BATCHING_CONFIG, data_option_sets
     from hybridasr.models import MODEL_CONFIG, model_options
     from hybridasr.train.lr_schedule import SCHEDULE_CONFIG, schedule_options
@@ -32,7 +31,6 @@ def get_parser():
     p.add_config_file_option(*SCHEDULE_CONFIG)
     add_options(p, schedule_options(), "learning-rate schedule")
     add_options(p, TrainConfig, "training")
-    from hybridasr.cli import add_bool
     add_bool(p, "--restart", False, "start the training over: remove what an earlier run "
              "wrote in <exp-dir> (nnet/, train_state.json, final.nnet, metrics.jsonl, ...; "
              "nothing else); false: resume it (a finished run is left as it is)")

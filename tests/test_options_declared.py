@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from hybridasr.align.ali_tools import CtmOptions
+from hybridasr.align.importer import ImportOptions
 from hybridasr.cli import add_options, make_parser
 from hybridasr.decode.decoder import DecodeOptions
 from hybridasr.decode.forward import ForwardOptions
+from hybridasr.decode.loglikes import PriorOptions
 from hybridasr.errors import ConfigError
 from hybridasr.features.make_feats import FeatureTableOptions, FeatureWriteOptions
 from hybridasr.features.options import FbankOptions, FeatureOptions, MfccOptions
+from hybridasr.features.utt2dur import Utt2durOptions
+from hybridasr.kaldi.datadir_tr_cv import TrCvOptions
 from hybridasr.models import model_config_from_args, model_options
 from hybridasr.options import from_values, option_specs
 from hybridasr.train.lr_schedule import lr_schedule_from_args, schedule_options
@@ -34,6 +39,11 @@ DECLARED = {  # name: (declared class or spec list, the pybin scripts that regis
     "train": (TrainConfig, ["train"]),
     "forward": (ForwardOptions, ["forward", "frame_error_rate"]),
     "decode": (DecodeOptions, ["decode_faster_mapped"]),
+    "priors": (PriorOptions, ["forward"]),
+    "import": (ImportOptions, ["import_alignments"]),
+    "ctm": (CtmOptions, ["ali_to_phones"]),
+    "utt2dur": (Utt2durOptions, ["data_dir_utt2dur"]),
+    "tr-cv": (TrCvOptions, ["data_dir_tr_cv"]),
 }
 
 
@@ -50,6 +60,8 @@ def _parser(declared):
 
 
 def _shown(spec) -> str:
+    if spec.default is None:  # an Optional option left unset
+        return "unset"
     if spec.type is bool:
         return str(spec.default).lower()
     return f'"{spec.default}"' if spec.type is str else str(spec.default)

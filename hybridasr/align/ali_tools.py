@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import dataclass
 from typing import Dict, Optional, TextIO
 
 import numpy as np
@@ -17,6 +18,12 @@ from hybridasr.kaldi.table import iter_map_lines
 from hybridasr.kaldi.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.vector_io import format_kaldi_vector, write_kaldi_vector
+from hybridasr.options import option
+
+
+@dataclass
+class CtmOptions:
+    frame_shift: float = option(0.01, "frame shift in seconds, for --ctm-output", minimum=0.0)
 
 log = logging.getLogger("ali_tools")
 
@@ -34,7 +41,8 @@ def ali_to_pdf(model: str, ali_rspecifier: str, pdf_wspecifier: str) -> int:
 
 def ali_to_phones(model: str, ali_rspecifier: str, wspecifier: Optional[str],
                   per_frame: bool = False, write_lengths: bool = False,
-                  ctm_output: Optional[str] = None, frame_shift: float = 0.01) -> int:
+                  ctm_output: Optional[str] = None,
+                  frame_shift: float = CtmOptions.frame_shift) -> int:
     """Kaldi's ``ali-to-phones``: phone sequences (or per-frame phones, or (phone, length)
     pairs), and/or a CTM of the phones (``--ctm-output``)."""
     if per_frame and write_lengths:

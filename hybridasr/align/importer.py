@@ -38,12 +38,26 @@ from hybridasr.kaldi.table import read_int_map, write_map
 from hybridasr.kaldi.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.vector_io import write_kaldi_vector
+from hybridasr.options import option
 
 log = logging.getLogger("import_ali")
 
 OUTPUT_FILES = ("targets.ark", "targets.scp", "target_lengths", "pdf_counts", "log_priors",
                 "num_pdfs", "final.mdl", "tree", "phones.txt", "import_report.json")
 _MAX_EXAMPLES = 20
+
+
+@dataclass
+class ImportOptions:
+    length_tolerance: int = option(
+        DEFAULT_LENGTH_TOLERANCE,
+        "keep an utterance when |aligned frames - feature frames| < this (Kaldi nnet1's "
+        "semantics): longer targets are cut to the features, shorter ones kept (training trims "
+        "the features to them; their lengths go to <dir>/target_lengths); drop it otherwise",
+        minimum=0)
+    label_delay: int = option(0, "not applied at import: only 0 is accepted; delay the labels "
+                                 "with train.py's --label-delay, which the model stores and "
+                                 "decoding undoes")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from hybridasr.data.batching import make_strategy, strategy_option_specs
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import ConfigError
-from hybridasr.options import OptionSpec, check, option, option_specs
+from hybridasr.options import OptionSpec, check, option, option_specs, parse_int_pair
 
 _T = {f.name: f.default for f in fields(FeatureTransform)}
 
@@ -137,7 +137,7 @@ class DataConfig:
         return {k: getattr(self, k) for k in sorted(names)}
 
     def chunk_size_step(self) -> Optional[Tuple[int, int]]:
-        return _parse_pair(self.chunking, "--chunking", "size:step") if self.chunking else None
+        return parse_int_pair(self.chunking, "--chunking", "size:step") if self.chunking else None
 
     def validate(self) -> None:
         check(self)  # types, choices and minimums of the common options
@@ -167,13 +167,3 @@ def strategy_specs(with_help: bool = False) -> List[OptionSpec]:
         raise ValueError(f"batching strategies declare {', '.join(clash)}, which the data "
                          f"pipeline already has")
     return specs
-
-
-def _parse_pair(text: str, option: str, form: str) -> Tuple[int, int]:
-    try:
-        a, b = (int(x) for x in text.split(":"))
-    except ValueError:
-        raise ConfigError(f"{option}={text!r}: expected {form} (two integers)") from None
-    if a < 1 or b < 1:
-        raise ConfigError(f"{option}={text!r}: both numbers of {form} must be >= 1")
-    return a, b

@@ -19,7 +19,7 @@ from typing import Callable, ClassVar, Iterator, Optional, Tuple
 import numpy as np
 import torch
 
-from hybridasr.decode.loglikes import scaled_loglikes
+from hybridasr.decode.loglikes import PriorOptions, scaled_loglikes
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.models.device import DeviceOptions, resolve_device
 from hybridasr.options import Renamed, option
@@ -113,7 +113,7 @@ class ForwardSummary:
 def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
                     write: Callable[[str, np.ndarray], None],
                     num_outputs: int, log_priors: Optional[np.ndarray] = None,
-                    prior_scale: float = 1.0,
+                    prior_scale: float = PriorOptions.prior_scale,
                     chunks: ChunkOptions = ChunkOptions()) -> ForwardSummary:
     """For each utterance of ``dataset`` (a ``UtteranceDataset`` carrying the model's
     transform): scaled log-likelihoods [frames, num_outputs], passed to ``write(key, m)``."""

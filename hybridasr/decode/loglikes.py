@@ -9,15 +9,27 @@ from the log-softmax by one constant per frame, which changes no decoding result
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 import torch
 
 from hybridasr.errors import FormatError
+from hybridasr.options import option
 
 
-def load_log_priors(counts_path: str, num_pdfs: int, prior_floor: float = 1e-10) -> np.ndarray:
+@dataclass
+class PriorOptions:
+    class_frame_counts: str = option("", "pdf counts of the training alignment (Kaldi text "
+                                         "vector); empty: write log-posteriors without "
+                                         "dividing by priors")
+    prior_scale: float = option(1.0, "scale of the log-priors")
+    prior_floor: float = option(1e-10, "pdfs with a prior below this are disabled")
+
+
+def load_log_priors(counts_path: str, num_pdfs: int,
+                    prior_floor: float = PriorOptions.prior_floor) -> np.ndarray:
     """Log-priors from a counts file (``ali_train_pdf.counts``); its size must be the model's
     number of outputs."""
     from hybridasr.align.counts import log_priors, read_counts
@@ -31,7 +43,7 @@ def load_log_priors(counts_path: str, num_pdfs: int, prior_floor: float = 1e-10)
 
 
 def scaled_loglikes(logits, log_priors: Optional[np.ndarray] = None,
-                    prior_scale: float = 1.0) -> np.ndarray:
+                    prior_scale: float = PriorOptions.prior_scale) -> np.ndarray:
     """[T, P] logits (tensor or array) -> float32 log-posteriors minus scaled log-priors."""
     x = torch.as_tensor(logits).float()
     out = torch.log_softmax(x, dim=-1).cpu().numpy()

@@ -8,12 +8,20 @@ digits), as the feature programs write ``utt2dur``.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Callable, List, Tuple
 
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.datadir import data_file, has, read_table, segment_recordings
 from hybridasr.kaldi.matrix_lengths import read_scp_lengths
 from hybridasr.kaldi.table import write_lines
+from hybridasr.options import option
+
+
+@dataclass
+class Utt2durOptions:
+    frame_shift: float = option(0.01, "seconds per frame, when only feats.scp is there",
+                                minimum=0.0)
 
 
 def _wav_duration(spec: str) -> float:
@@ -33,7 +41,7 @@ def _wav_duration(spec: str) -> float:
     return samples.shape[0] / float(rate)
 
 
-def utt2dur_entries(data: str, frame_shift: float = 0.01,
+def utt2dur_entries(data: str, frame_shift: float = Utt2durOptions.frame_shift,
                     warn: Callable[[str], None] = lambda m: None) -> List[Tuple[str, float]]:
     """(utt, seconds) for every utterance of ``data``; raises FormatError naming the line."""
     if has(data, "segments"):
@@ -65,7 +73,7 @@ def utt2dur_entries(data: str, frame_shift: float = 0.01,
     raise FormatError(f"{data}: needs segments, wav.scp or feats.scp to get durations")
 
 
-def write_utt2dur(data: str, frame_shift: float = 0.01,
+def write_utt2dur(data: str, frame_shift: float = Utt2durOptions.frame_shift,
                   warn: Callable[[str], None] = lambda m: None) -> int:
     entries = utt2dur_entries(data, frame_shift, warn)
     write_lines(data_file(data, "utt2dur"), (f"{u} {d:g}" for u, d in entries))

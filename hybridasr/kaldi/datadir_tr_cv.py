@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from hybridasr.errors import FormatError
+from hybridasr.options import option
 from hybridasr.kaldi.datadir import (data_file, has, read_table, read_utt2spk, subset_files,
                                      utt2spk_to_spk2utt)
 
@@ -84,8 +85,18 @@ def choose_cv_utterances(pairs: Pairs, n_cv: int, words: Dict[str, List[str]],
     return chosen
 
 
-def plan_tr_cv(src: str, cv_spk_percent: float = 10.0, cv_utt_percent: Optional[float] = None,
-               seed: int = 777) -> TrCvSplit:
+@dataclass
+class TrCvOptions:
+    cv_spk_percent: float = option(10.0, "percent of the speakers held out for cv (nnet1's "
+                                         "default)", minimum=0.0)
+    cv_utt_percent: Optional[float] = option(None, "split by utterance instead: percent of the "
+                                                   "utterances held out", minimum=0.0)
+    seed: int = option(777, "seed of the random choice")
+
+
+def plan_tr_cv(src: str, cv_spk_percent: float = TrCvOptions.cv_spk_percent,
+               cv_utt_percent: Optional[float] = TrCvOptions.cv_utt_percent,
+               seed: int = TrCvOptions.seed) -> TrCvSplit:
     pairs = [(e.key, e.value) for e in read_utt2spk(src).entries]
     if len(pairs) < 2:
         raise FormatError(f"{src}: {len(pairs)} utterance(s): a training and a cv set need "
@@ -123,8 +134,10 @@ def plan_tr_cv(src: str, cv_spk_percent: float = 10.0, cv_utt_percent: Optional[
     return TrCvSplit(tr, cv, "utterance", note)
 
 
-def split_tr_cv(src: str, tr: str, cv: str, cv_spk_percent: float = 10.0,
-                cv_utt_percent: Optional[float] = None, seed: int = 777) -> TrCvSplit:
+def split_tr_cv(src: str, tr: str, cv: str,
+                cv_spk_percent: float = TrCvOptions.cv_spk_percent,
+                cv_utt_percent: Optional[float] = TrCvOptions.cv_utt_percent,
+                seed: int = TrCvOptions.seed) -> TrCvSplit:
     """Writes the two data dirs; returns the split (its ``note`` says what was done)."""
     split = plan_tr_cv(src, cv_spk_percent, cv_utt_percent, seed)
     subset_files(src, tr, split.tr)

@@ -23,18 +23,12 @@ from hybridasr.data.batching.base import (BatchingStrategy, BatchPlan, Item, by_
                                           shuffled_utterances)
 from hybridasr.data.batching.registry import register_strategy
 from hybridasr.errors import ConfigError
-from hybridasr.options import option
+from hybridasr.options import option, parse_int_pair
 
 
 def streams_window(text: str) -> Tuple[int, int]:
     """``S:W`` of ``--tbptt``."""
-    try:
-        s, w = (int(x) for x in text.split(":"))
-    except ValueError:
-        raise ConfigError(f"--tbptt={text!r}: expected streams:window (two integers)") from None
-    if s < 1 or w < 1:
-        raise ConfigError(f"--tbptt={text!r}: both numbers of streams:window must be >= 1")
-    return s, w
+    return parse_int_pair(text, "--tbptt", "streams:window")
 
 
 @dataclass
