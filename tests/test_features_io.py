@@ -87,6 +87,15 @@ def test_wav_scp_forms_give_kaldi_numbers(recdir):
     assert abs(float(dur["a_plain"]) - len(sf.read("wav/3.wav")[0]) / 8000) < 1e-6
 
 
+def test_frame_counts_go_to_stdout_with_ark_t_dash(recdir, capfd):
+    """``--write-num-frames=ark,t:-`` prints the table, as Kaldi; no file named ``-``."""
+    ref = _feats(sf.read("wav/3.wav", dtype="int16")[0])
+    _write("wav.scp", ["a_plain wav/3.wav"])
+    compute_feature_table("wav.scp", "ark,scp:o.ark,o.scp", OPTS, write_num_frames="ark,t:-")
+    assert capfd.readouterr().out == f"a_plain {ref.shape[0]}\n"
+    assert not os.path.exists("-")
+
+
 def test_channel_semantics(recdir, caplog):
     _write("wav.scp", ["s wav/stereo.wav"])
     x = sf.read("wav/stereo.wav", dtype="int16")[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass
-from typing import Dict, Optional, TextIO
+from typing import Optional, TextIO
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from hybridasr.align.phones import phone_segments
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.intvec import read_int_vectors
 from hybridasr.kaldi.streams import OutputStream
-from hybridasr.kaldi.table import iter_map_lines
+from hybridasr.kaldi.symbol_table import read_symbol_table
 from hybridasr.kaldi.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.vector_io import format_kaldi_vector, write_kaldi_vector
@@ -120,17 +120,6 @@ def analyze_counts(rspecifier: str, counts_wxfilename: str, binary: bool = True,
     else:
         write_kaldi_vector(counts_wxfilename, out, binary=binary)
     log.info("Counted %d frames in %d classes.", int(counts.sum()), len(counts))
-    return out
-
-
-def read_symbol_table(path: str) -> Dict[int, str]:
-    """An OpenFst text symbol table (``phones.txt``: ``symbol id``) as id -> symbol."""
-    out: Dict[int, str] = {}
-    for lineno, sym, rest in iter_map_lines(path):
-        try:
-            out[int(rest.split()[0])] = sym
-        except (ValueError, IndexError):
-            raise FormatError(f"{path}:{lineno}: expected '<symbol> <integer-id>'") from None
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.symbol_table import read_symbol_table
 
 log = logging.getLogger(__name__)
 
@@ -30,20 +31,6 @@ class DecodingGraph:
     words: Dict[int, str]  # word id -> word
     max_ilabel: int
     num_pdfs: Optional[int]  # from the graph dir's num_pdfs file (mkgraph.sh), if there
-
-
-def read_symbol_table(path: str) -> Dict[int, str]:
-    """``symbol integer`` lines (words.txt) -> {integer: symbol}; errors name file and line."""
-    if not os.path.isfile(path):
-        raise FormatError(f"missing symbol table {path}")
-    out: Dict[int, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit():
-                raise FormatError(f"{path}:{lineno}: expected 'symbol integer', got {line.rstrip()!r}")
-            out[int(parts[1])] = parts[0]
-    return out
 
 
 def read_fst(path: str):

@@ -2,8 +2,8 @@
 
 A ``wav.scp`` value is a Kaldi extended filename: a path (relative to the cwd, the recipe dir),
 a command whose stdout is the audio (``sox a.flac -t wav - |``, ``sph2pipe -f wav a.sph |``),
-or ``ark-file:offset`` (a wav inside an archive). The command runs through ``kaldiio``'s
-``open_like_kaldi``; its exit status is checked (kaldiio ignores it). 16-bit PCM wav, the
+or ``ark-file:offset`` (a wav inside an archive). The command runs through
+``hybridasr.kaldi.streams.InputStream``; a failed command skips the utterance, as Kaldi. 16-bit PCM wav, the
 common case, is parsed directly (a data chunk whose length was never filled in, as in a wav
 written to a pipe, runs to the end of the stream); everything else goes to soundfile
 (libsndfile: 8/24/32-bit PCM, float wav, flac, ...), with kaldiio's reader as the fallback.
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import struct
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -37,12 +36,12 @@ import numpy as np
 import soundfile as sf
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.streams import InputStream, split_offset
 from hybridasr.kaldi.table import iter_map_lines, read_map
 
 # soundfile subtype -> the factor that turns its float samples into Kaldi's values
 _SCALE = {"PCM_16": 32768.0, "PCM_24": 8388608.0, "PCM_32": 2147483648.0, "PCM_U8": 128.0,
           "PCM_S8": 128.0, "FLOAT": 32768.0, "DOUBLE": 32768.0}
-_ARK_OFFSET = re.compile(r"^(.*):(\d+)$")
 
 
 @dataclass
@@ -129,21 +128,17 @@ def read_extended_filename(spec: str) -> Tuple[np.ndarray, int]:
     """Reads the audio a wav.scp value names. Raises OSError (with the reason) on failure."""
     spec = spec.strip()
     if spec.endswith("|"):
-        from kaldiio.utils import open_like_kaldi
-
-        f = open_like_kaldi(spec, "rb")
         try:
-            data = f.read()
-        finally:
-            status = f.close()
-        if status:
-            raise OSError(f"command {spec!r} failed with exit status {status >> 8}")
+            with InputStream(spec) as f:
+                data = f.read()
+        except FormatError as e:  # the command failed: this utterance is skipped
+            raise OSError(str(e)) from None
         if not data:
             raise OSError(f"command {spec!r} wrote no audio")
         return _decode(data, f"the output of {spec!r}")
     if not os.path.exists(spec):
-        m = _ARK_OFFSET.match(spec)
-        if m and os.path.exists(m.group(1)):
+        ark = split_offset(spec)
+        if ark and os.path.exists(ark[0]):
             import kaldiio
 
             try:

@@ -23,8 +23,8 @@ from hybridasr.features.audio import Audio, UtteranceError, iter_audio
 from hybridasr.features.extractor import FeatureExtractor
 from hybridasr.features.options import FeatureOptions
 from hybridasr.kaldi.specifier import parse_wspecifier, text_table_path
-from hybridasr.kaldi.table import read_map, write_map
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.table import read_map
+from hybridasr.kaldi.table_writer import ArkScpWriter, TextTableWriter
 from hybridasr.options import check, from_values, option
 
 log = logging.getLogger("hybridasr.features")
@@ -235,10 +235,11 @@ def _compute_feature_table(wav_scp: str, wspecifier: str, opts: FeatureOptions,
                 f"{report.num_skipped} of {report.num_utts} utterances of "
                 f"{segments or wav_scp} were skipped (more than --max-skipped-fraction="
                 f"{t.max_skipped_fraction}); first skipped: {', '.join(report.skipped[:5])}")
-    if t.write_num_frames:
-        write_map(text_table_path(t.write_num_frames), num_frames)
-    if t.write_utt2dur:
-        write_map(text_table_path(t.write_utt2dur), durations)
+    for wspecifier, table in ((t.write_num_frames, num_frames), (t.write_utt2dur, durations)):
+        if wspecifier:  # ark,t:exp/log/utt2num_frames.1, or ark,t:- (stdout)
+            with TextTableWriter(parse_wspecifier(wspecifier, plain_ok=True)) as w:
+                for key, value in (table.items() if hasattr(table, "items") else table):
+                    w.write(key, value)
     log.info("Done %d out of %d utterances (%d skipped); %.1f s of audio in %.2f s",
              report.num_done, report.num_utts, report.num_skipped, report.audio_seconds,
              report.wall_seconds)
