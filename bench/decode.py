@@ -59,7 +59,7 @@ def _test_set(transform):
 
 def _gmm(repeats):
     from hybridasr.data.transform import FeatureTransform
-    from hybridasr.decode.gmm import read_gmm_model
+    from hybridasr.kaldi.gmm_model import read_gmm_model
 
     _, gmm = read_gmm_model(str(DIGITS / "exp/mono_ali/final.mdl"))
     ds = _test_set(FeatureTransform(norm_means=True, delta_order=2))

@@ -45,7 +45,7 @@ def main(argv=None):
 
     from hybridasr.decode.decode_table import decode_table
     from hybridasr.decode.decoder import MappedDecoder
-    from hybridasr.decode.graph import max_input_label, read_fst
+    from hybridasr.kaldi.fst import max_input_label, read_fst
     from hybridasr.kaldi.symbol_table import read_symbol_table
     from hybridasr.errors import ConfigError
     from hybridasr.kaldi.matrix_reader import read_matrices

@@ -18,7 +18,7 @@ import pytest
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
-from hybridasr.decode.gmm import read_gmm_model
+from hybridasr.kaldi.gmm_model import read_gmm_model
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.kaldi.table import read_text_archive
 from hybridasr.decode.wer import compute_wer

@@ -82,7 +82,7 @@ if prog == "forward.py":
 elif prog == "latgen-faster-mapped":
     # the "lattice" written here is the best path's word ids as text (for the stand-ins below)
     from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
-    from hybridasr.decode.graph import read_fst
+    from hybridasr.kaldi.fst import read_fst
     from hybridasr.kaldi.transition_model import read_transition_model
 
     model, fst, rspec, wspec = pos

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
-from hybridasr.decode.graph import load_graph_dir, max_input_label, read_fst
+from hybridasr.decode.graph import load_graph_dir
+from hybridasr.kaldi.fst import max_input_label, read_fst
 from hybridasr.errors import FormatError
 
 YES, NO = 1, 2

@@ -7,8 +7,9 @@ Kaldi file they read or write.
   ``matrix_reader``, ``intvec``: reading matrix and int32-vector tables; ``matrix_lengths``:
   rows of matrices from their headers (``feat-to-len``); ``table``: text tables (maps, token
   sequences).
-- ``io_funcs``, ``vector_io``, ``hmm_topology``, ``transition_model``, ``nnet1``: Kaldi
-  objects (``final.mdl``'s TransitionModel, ``*.counts`` vectors, nnet1 models).
+- ``io_funcs``, ``vector_io``, ``hmm_topology``, ``transition_model``, ``gmm_model``,
+  ``fst``, ``symbol_table``, ``nnet1``: Kaldi objects (``final.mdl``'s TransitionModel and
+  GMMs, ``*.counts`` vectors, ``HCLG.fst``, ``words.txt``, nnet1 models).
 - ``conf``: config files; ``datadir*``: data directories (``utils/*``); ``job_runner``,
   ``job_cluster``: ``run.pl`` and its cluster siblings.
 """
