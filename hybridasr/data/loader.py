@@ -8,6 +8,10 @@ which loads itself, see ``hybridasr.data.batching.plans``) are loaded by
 worker ahead: memory stays bounded. A unit reads each of its
 utterances once (the dataset keeps them while their chunks or pieces are cut), and the
 batches are the same whatever the number of workers.
+
+``skip_batches``: an epoch resumed at a batch (``hybridasr.train.partial``) leaves out the
+units before it unread; only a unit that the resume point cuts through is loaded, and its
+first batches dropped.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from hybridasr.data.batching import BatchPlan, make_strategy
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
 from hybridasr.data.transform import IGNORE_INDEX
+from hybridasr.errors import ConfigError
 
 
 def plan_units(plans: list) -> list:
@@ -105,8 +110,9 @@ class BatchIterator:
     """One rank's batches of one epoch; ``len()`` and ``stats()`` are known before loading."""
 
     def __init__(self, dataset, config: DataConfig, epoch: int, rank: int = 0,
-                 world_size: int = 1, pin_memory: bool = False):
+                 world_size: int = 1, pin_memory: bool = False, skip_batches: int = 0):
         self.dataset, self.config, self.epoch = dataset, config, epoch
+        self.skip_batches = skip_batches
         self.rank, self.world_size, self.pin_memory = rank, world_size, pin_memory
         self.plans = plan_epoch(dataset.output_lengths, config, epoch, rank, world_size)
         self.dim = dataset.transform.output_dim(dataset.feature_dim())
@@ -125,8 +131,24 @@ class BatchIterator:
         s.update(plan_stats(self.plans))
         return s
 
+    def _units_after_skip(self):
+        """The plan units still to load, and how many batches of the first to drop."""
+        units, skip = plan_units(self.plans), self.skip_batches
+        if not 0 <= skip <= len(self):
+            raise ConfigError(f"epoch {self.epoch}: cannot resume after batch {skip}: the "
+                              f"epoch has {len(self)} batches")
+        first = 0
+        while first < len(units):
+            n = len(units[first]) if isinstance(units[first], list) else units[first].num_batches
+            if skip < n:
+                break
+            skip -= n
+            first += 1
+        return units[first:], skip
+
     def __iter__(self) -> Iterator[Batch]:
-        units = _PlanUnits(self.dataset, plan_units(self.plans), self.dim)
+        todo, drop = self._units_after_skip()
+        units = _PlanUnits(self.dataset, todo, self.dim)
         workers = self.config.num_workers
         kwargs = dict(batch_size=None, shuffle=False, collate_fn=_identity,
                       num_workers=workers, pin_memory=self.pin_memory)
@@ -134,15 +156,17 @@ class BatchIterator:
             kwargs.update(prefetch_factor=self.config.prefetch, worker_init_fn=_seed_worker)
         for unit in DataLoader(units, **kwargs):
             if isinstance(unit, list):
-                yield from unit
+                yield from unit[drop:]
             else:  # a strategy's own unit, cut into batches here (pinned, as the loader's)
-                for b in unit.batches():
+                for b in unit.batches()[drop:]:
                     yield b.pin_memory() if self.pin_memory else b
+            drop = 0
 
 
 def make_batch_iterator(dataset, config: DataConfig, epoch: int, rank: int = 0,
-                        world_size: int = 1, pin_memory: bool = False) -> BatchIterator:
-    return BatchIterator(dataset, config, epoch, rank, world_size, pin_memory)
+                        world_size: int = 1, pin_memory: bool = False,
+                        skip_batches: int = 0) -> BatchIterator:
+    return BatchIterator(dataset, config, epoch, rank, world_size, pin_memory, skip_batches)
 
 
 def num_batches(dataset, config: DataConfig, epoch: int = 0, rank: int = 0,

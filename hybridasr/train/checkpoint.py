@@ -5,7 +5,9 @@
 parameter averager's previous average V(t-1), ``ParameterAverager.state_dict``) and, for a
 model newbob did not accept, ``epoch<N>.nnet_rejected``. ``<dir>/train_state.json`` names the
 last finished epoch, the best model and the schedule's state; a run killed mid-epoch restarts
-that epoch from the best model, with the same batches and random state, and loses nothing else.
+that epoch from the best model, with the same batches and random state, and loses nothing else
+(or resumes it at the batch of its last in-epoch checkpoint, ``hybridasr.train.partial``:
+``epoch<N>.partial.json`` naming ``epoch<N>.batch<K>.partial``).
 
 Every file is written atomically and durably (``hybridasr.utils.atomic``: the file and its
 directory are fsynced before the ``with`` block returns), and an epoch's files are all written
@@ -34,7 +36,10 @@ STATE_FILE = "train_state.json"
 # what the trainer writes in the exp dir beside nnet/ (train.conf and config.json are the
 # command line's, rewritten by every run; logs and the files train.sh copies are not the trainer's)
 RUN_FILES = ("metrics.jsonl", "curves.png", "global_stats.json")
-_MODEL_FILE = re.compile(r"^epoch\d+\.(nnet|nnet_rejected|opt|avg)$")
+# (and the in-epoch checkpoints, ``hybridasr.train.partial``: epoch<N>.partial.json, the
+# pointer, and epoch<N>.batch<K>.partial)
+_MODEL_FILE = re.compile(r"^epoch\d+\.(nnet|nnet_rejected|opt|avg|partial\.json|"
+                         r"batch\d+\.partial)$")
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ row's recurrent state to the next batch (detached; reset where a new utterance s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import time
@@ -20,6 +21,7 @@ import torch.nn.functional as F
 
 from hybridasr.data.transform import IGNORE_INDEX
 from hybridasr.train.distributed import DistInfo, ParameterAverager, all_reduce_sum
+from hybridasr.train.partial import set_rng_state
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +111,17 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
               clip_grad_norm: float = 0.0, amp: str = "none",
               averager: Optional[ParameterAverager] = None, ddp: bool = False,
               what: str = "train", total_batches: int = 0,
-              progress_every: float = 30.0, check_every: int = 0) -> EpochStats:
+              progress_every: float = 30.0, check_every: int = 0,
+              resume: Optional[EpochStats] = None, rng_state: Optional[dict] = None,
+              checkpoints=None) -> EpochStats:
     """Trains on (``optimizer`` given) or evaluates ``batches``; returns this rank's stats
     (``EpochStats.reduce`` sums them over ranks).
+
+    An epoch resumed from an in-epoch checkpoint (``hybridasr.train.partial``) gets the
+    batches after it, the counts so far (``resume``) and the random state (``rng_state``, set
+    once the loader has given its first batch: making the loader's iterator draws from
+    torch's generator, as it did at the start of the uninterrupted epoch). ``checkpoints``:
+    ``due(batches_done)`` after each batch, then ``save(stats_so_far)``.
 
     Loss and error counts accumulate on the device; the host reads them back (a GPU sync)
     only every ``check_every`` batches (default: every batch on the CPU, every 32 on a GPU),
@@ -119,21 +129,25 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
     count and a NaN flag anyway."""
     training = optimizer is not None
     model.train(training)
-    stats = EpochStats()
+    stats = EpochStats() if resume is None else dataclasses.replace(resume, extra={})
+    before = stats.seconds  # of the batches before a resume
     progress = Progress(what, total_batches, progress_every)
     device = info.device
     if check_every <= 0:
         check_every = 1 if device.type == "cpu" else 32
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if amp == "bf16"
                 else contextlib.nullcontext())
-    loss_acc = torch.zeros((), dtype=torch.float64, device=device)
-    err_acc = torch.zeros((), dtype=torch.int64, device=device)
+    loss_acc = torch.tensor(float(stats.loss_sum), dtype=torch.float64, device=device)
+    err_acc = torch.tensor(int(stats.errors), dtype=torch.int64, device=device)
     state = None
     start = time.perf_counter()
     grad_ctx = contextlib.nullcontext() if training else torch.no_grad()
     skip_updates = False  # --parallel=average: a rank went NaN; wait for the next sync
     with grad_ctx:
         for batch in batches:
+            if rng_state is not None:
+                set_rng_state(rng_state)
+                rng_state = None
             carry = bool(batch.carry_state)
             state = _reset_rows(state, batch.reset) if carry else None
             num = int((batch.targets != IGNORE_INDEX).sum())  # on the host: no GPU sync
@@ -178,12 +192,20 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
             stats.padded_frames += int(batch.feats.shape[0] * batch.feats.shape[1])
             if progress.due():
                 progress.update(stats.batches, stats.frames, float(loss_acc) / max(stats.frames, 1))
+            if checkpoints is not None and checkpoints.due(stats.batches):
+                now = dataclasses.replace(stats, loss_sum=float(loss_acc), errors=int(err_acc),
+                                          seconds=before + time.perf_counter() - start,
+                                          extra={})
+                if not math.isfinite(now.loss_sum):  # never a checkpoint of a diverged model
+                    stats.diverged = True
+                    break
+                checkpoints.save(now)
         if training and averager is not None and not stats.diverged:
             if averager.finish(skip_updates):  # end of epoch: everyone leaves equal
                 stats.diverged = True
     stats.loss_sum = float(loss_acc)  # one sync at the end
     stats.errors = int(err_acc)
-    stats.seconds = time.perf_counter() - start
+    stats.seconds = before + time.perf_counter() - start
     if not math.isfinite(stats.loss_sum):
         stats.diverged = True
     return stats

@@ -29,6 +29,14 @@ class TrainConfig(DeviceOptions):
                                        "(1e-6 there): V(t) = mean_i v_i(t) - beta * V(t-1)")
     progress_every: float = option(30.0, "seconds between progress lines (frames/s, ETA) in "
                                          "the log")
+    # 30 minutes: an LVCSR epoch (hours) loses at most that to a kill, and a checkpoint of a
+    # large BLSTM and its Adam state (a few hundred MB, fsynced) costs seconds: well under 1%
+    checkpoint_every: float = option(30.0, "minutes between checkpoints inside an epoch, from "
+                                           "which a killed training resumes at the batch "
+                                           "(0: only at the end of each epoch)", minimum=0)
+    checkpoint_every_batches: int = option(0, "batches between checkpoints inside an epoch "
+                                              "(0: none by count; with --checkpoint-every, "
+                                              "whichever comes first)", minimum=0)
     # one seed for all of training (--seed: model initialisation, batch order, dropout)
     RENAMED: ClassVar[tuple] = (
         Renamed("--init-seed", "--seed",

@@ -24,6 +24,7 @@ from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.kaldi.matrix_reader import load_scp_lazy
 from hybridasr.train import checkpoint as ckpt
+from hybridasr.train import partial
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
                                          broadcast_parameters, init_distributed, shutdown)
 from hybridasr.train.loop import EpochStats, run_epoch
@@ -111,6 +112,16 @@ class Trainer:
             barrier(self.info)
         os.makedirs(os.path.join(self.exp, "nnet"), exist_ok=True)
         self._setup_data()
+        self.in_epoch = partial.check_enabled(
+            tcfg.checkpoint_every, tcfg.checkpoint_every_batches,
+            "they are made by single-process training only" if self.info.active else
+            "the model carries recurrent state between batches (TBPTT)"
+            if self._carries_state() else "")
+
+    def _carries_state(self) -> bool:
+        from hybridasr.data.batching import make_strategy
+
+        return bool(make_strategy(self.dcfg).needs_stateful_model)
 
     # --- data -------------------------------------------------------------------------
     def _setup_data(self) -> None:
@@ -182,12 +193,23 @@ class Trainer:
         return s.reduce(self.info)
 
     def train_epoch(self, model, optimizer, epoch: int,
-                    average: Optional[dict] = None) -> EpochStats:
+                    average: Optional[dict] = None, start_model: str = "") -> EpochStats:
         """One training pass; ``average``: the parameter averager's state saved with the model
-        (``--parallel=average``), returned for the new model in ``extra["average"]``."""
+        (``--parallel=average``), returned for the new model in ``extra["average"]``.
+        ``start_model``: the model the epoch started from, which an in-epoch checkpoint names
+        (``hybridasr.train.partial``): the epoch resumes from one of it."""
         it = make_batch_iterator(self.tr, self.dcfg, epoch, self.info.rank,
                                  self.info.world_size, pin_memory=self.dev.type == "cuda")
         plan = it.stats()
+        resume = rng = checkpoints = None
+        if not self.info.active:  # a checkpoint of an earlier run is used whatever the options
+            resume, rng = self._resume(model, optimizer, epoch, start_model, plan)
+            if resume is not None:
+                it.skip_batches = resume.batches
+        if self.in_epoch:
+            checkpoints = partial.EpochCheckpoints(
+                self.exp, model, optimizer, epoch, plan, len(it), start_model,
+                self.tcfg.checkpoint_every, self.tcfg.checkpoint_every_batches)
         ddp = self.tcfg.parallel == "ddp" and self.info.active
         averager = None
         net = model
@@ -202,12 +224,21 @@ class Trainer:
         s = run_epoch(net, it, self.info, optimizer=optimizer,
                       clip_grad_norm=self.tcfg.clip_grad_norm, amp=self.tcfg.amp,
                       averager=averager, ddp=ddp, what=f"epoch {epoch}",
-                      total_batches=len(it), progress_every=self.tcfg.progress_every)
+                      total_batches=len(it), progress_every=self.tcfg.progress_every,
+                      resume=resume, rng_state=rng, checkpoints=checkpoints)
         s = s.reduce(self.info)
         s.extra["padding_ratio"] = plan.get("padding_ratio")
         if averager is not None:
             s.extra["average"] = averager.state_dict()
         return s
+
+    def _resume(self, model, optimizer, epoch: int, start_model: str, plan: dict):
+        """(counts so far, random state) of the epoch's in-epoch checkpoint, whose model and
+        optimizer state are loaded into ``model`` and ``optimizer``; (None, None) without one."""
+        st = partial.resume(self.exp, model, optimizer, epoch, start_model, plan, self.dev)
+        if st is None:
+            return None, None
+        return EpochStats(**st["stats"]), st["rng"]
 
     # --- the schedule -----------------------------------------------------------------
     def _start(self) -> dict:
@@ -245,6 +276,7 @@ class Trainer:
     def _publish(self, state: dict) -> None:
         if self.info.is_main:
             ckpt.write_state(self.exp, state)
+            partial.remove(self.exp, state["epoch"])  # the epoch's own checkpoint replaces them
             write_metrics(os.path.join(self.exp, "metrics.jsonl"), state["history"])
             plot_curves(os.path.join(self.exp, "curves.png"), state["history"])
         barrier(self.info)
@@ -257,6 +289,10 @@ class Trainer:
         else:
             self._check_resumable(state)
             self.schedule.load_state_dict(state["schedule"])
+            if self.info.is_main:
+                for name in partial.remove(self.exp, state["epoch"]):
+                    log.info("removed %s: its epoch was already finished", name)
+            barrier(self.info)
             if not state["done"]:
                 log.info("resuming after epoch %d (best: %s, learning rate %g)", state["epoch"],
                          state["best"], self.schedule.lr)
@@ -281,7 +317,8 @@ class Trainer:
         torch.manual_seed(self.dcfg.seed * 1000 + epoch)
         log.info("epoch %d: learning rate %g, from %s", epoch, lr, state["best"])
         tr = self.train_epoch(model, optimizer, epoch, average=ckpt.load_average(
-            ckpt.average_path(self.exp, state["best_epoch"]), self.dev))
+            ckpt.average_path(self.exp, state["best_epoch"]), self.dev),
+            start_model=state["best"])
         rec = {"epoch": epoch, "lr": lr, "train_loss": tr.loss, "train_fer": tr.fer,
                "train_frames": tr.frames, "frames_per_s": tr.frames_per_second,
                "padding_ratio": tr.extra.get("padding_ratio"),
