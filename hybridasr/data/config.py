@@ -126,7 +126,8 @@ class DataConfig:
         values = {name: getattr(self, name) for name in _COMMON}
         values.update(seq_ordering="sorted", chunking="", chunking_loss="all",
                       min_batches_per_epoch=0, max_seq_length=0,
-                      max_frames=max(self.max_frames, 10000) if self.max_frames else 0)
+                      max_frames=max(self.max_frames, _COMMON["max_frames"].default)
+                      if self.max_frames else 0)
         c = DataConfig(**values)
         c.validate()
         return c
