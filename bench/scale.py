@@ -272,6 +272,7 @@ def main(argv=None) -> int:
                     _stage_in_subprocess(stage, d, child_argv)
             for r in rows:
                 r = {"bench": "scale", "size": n, **r}
+                r["seconds"] = round(r["seconds"], 4)  # the exponent is of the printed figures
                 before = prev.get(r["stage"])
                 if before and before["size"] != n:
                     growth = n / before["size"]
@@ -279,7 +280,6 @@ def main(argv=None) -> int:
                     r["exponent"] = round(math.log(max(ratio, 1e-9)) / math.log(growth), 3)
                     r["exponent_from"] = before["size"]
                     r["ratio_vs_linear"] = round(ratio / growth, 3)
-                r["seconds"] = round(r["seconds"], 4)
                 for k in ("dataset_seconds", "graph_seconds"):
                     if k in r:
                         r[k] = round(r[k], 4)

@@ -3,7 +3,6 @@ alignments, compressed features, a data dir, ``ali.1..N.gz`` (all with the toolk
 writers), and a phone-loop decoding graph over the model's transition-ids."""
 from __future__ import annotations
 
-import io
 import math
 import os
 
@@ -55,8 +54,6 @@ def make_alignment(tm, chains, chain_phone, n: int, rng):
 
 
 def generate(d: str, num_utts: int, a) -> dict:
-    from kaldiio.matio import write_array
-
     from hybridasr.kaldi.table import write_map
     from hybridasr.kaldi.table_writer import ArkScpWriter, IntVectorWriter
     from hybridasr.kaldi.transition_model import write_transition_model
@@ -89,10 +86,8 @@ def generate(d: str, num_utts: int, a) -> dict:
                     n = int(lens[i])
                     blob = compressed.get(n)
                     if blob is None:
-                        buf = io.BytesIO()
-                        write_array(buf, base[:n], compression_method=1)
-                        blob = compressed[n] = buf.getvalue()
-                    wf._write_value(utts[i], blob)  # the writer's own entry, bytes cached
+                        blob = compressed[n] = wf.encode(base[:n])
+                    wf.write_encoded(utts[i], blob)  # one compression per length
                     tids, phones = make_alignment(tm, chains, chain_phone, n, rng)
                     wa.write(utts[i], tids)
                     text.append((utts[i], " ".join(f"p{p}" for p in phones)))

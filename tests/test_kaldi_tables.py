@@ -139,6 +139,11 @@ def test_matrix_writer_writes_what_kaldiio_writes(feats, tmp_path, compression):
         for k, m in feats:
             w.write(k, m)
     assert (tmp_path / "p.ark").read_bytes() == (tmp_path / "feats_ref.ark").read_bytes()
+    # encode + write_encoded (an object encoded once, written under its key) is write
+    with ArkScpWriter(str(tmp_path / "e.ark"), None, compression) as w:
+        for k, m in feats:
+            w.write_encoded(k, w.encode(m))
+    assert (tmp_path / "e.ark").read_bytes() == (tmp_path / "feats_ref.ark").read_bytes()
 
 
 def test_int_vectors_as_kaldi_and_kaldiio_write_them(alis, kaldi_digits, tmp_path):

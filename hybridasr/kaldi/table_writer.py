@@ -19,6 +19,7 @@ pointing into a half-written ark; on an exception inside ``with`` (or ``close(ok
 """
 from __future__ import annotations
 
+import io
 from typing import Optional, Union
 
 import numpy as np
@@ -66,6 +67,11 @@ class TableWriter:
         self._ark.write(data)
         return offset
 
+    def write_encoded(self, key: str, data: bytes) -> int:
+        """An entry whose value is already in this table's encoding (``encode``), e.g. one
+        object written under many keys without encoding it again."""
+        return self._write_value(key, data)
+
     def close(self, ok: bool = True) -> None:
         """Finishes the files (ark, then scp), or with ``ok=False`` removes them."""
         if not ok:
@@ -109,6 +115,16 @@ class MatrixWriter(TableWriter):
             raise ConfigError(f"{self.ark_name}: compressed matrices need a binary archive "
                               f"(drop ',t' from the wspecifier)")
         self.compression_method = compression_method
+
+    def encode(self, array: np.ndarray) -> bytes:
+        """The bytes ``write`` would put after the key (for ``write_encoded``)."""
+        if self.text:
+            return encode_text_matrix(array)
+        from kaldiio.matio import write_array
+
+        buf = io.BytesIO()
+        write_array(buf, array, compression_method=self.compression_method)
+        return buf.getvalue()
 
     def write(self, key: str, array: np.ndarray) -> int:
         if self.text:
