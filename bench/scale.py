@@ -17,15 +17,25 @@ so that its peak RSS belongs to it and to this size:
 - ``import``: ``import_alignments`` (the ali dir and the data dir -> targets, counts);
 - ``first_batch``: dataset start-up to the first batch (``UtteranceDataset`` over the data dir
   and the imported targets, ``laplace:8`` batches of ``--max-frames``, 2 loader workers);
-- ``plan <strategy>``: ``plan_epoch`` of one epoch, for each strategy (one process for all);
+- ``plan <strategy>``: ``plan_epoch`` of one epoch, for each strategy (one process for all;
+  the best of ``--plan-repeats`` runs);
 - ``loader_w0``, ``loader_w2``: one whole epoch of ``make_batch_iterator`` (dataset built
   first, not timed), with 0 and 2 workers: frames per second;
+- ``train``: the training process: the real ``Trainer`` set up on the whole corpus (training
+  set) and the fixed test set (cross-validation set), then ``--train-batches`` training steps
+  of ``run_epoch`` on its loader (2 workers) with a small MLP (2x256, ``--pdfs`` outputs):
+  ``seconds`` is set-up plus the wait for the first batch (``startup_seconds`` and
+  ``first_batch_seconds``; torch's imports, the first optimizer's included, come before and
+  are not counted), ``steps_seconds`` the steps after it; ``peak_rss_mb`` is the
+  training process's (workers apart, as ``peak_rss_children_mb``);
 - ``forward``: a small MLP (2x256) forwarded over a fixed test set of ``--decode-utts``
   utterances spread over the corpus (their ``feats.scp`` lines point into the big ark), priors
   from the import's counts, written as a log-likelihood ark with ``MatrixWriter``;
 - ``decode``: the embedded decoder (``decode_table``, ``MappedDecoder``) on that ark, with a
   phone-loop graph over the model's context variants built with kaldifst (words = phones).
-  The network is untrained: this times the search, its output means nothing.
+  The network is untrained: this times the search, its output means nothing;
+- ``gpu`` (with CUDA): our whole training epoch against a bare cuDNN loop on the same batches
+  (fp32, bf16) and the loader's frames/s with a GPU machine's workers: ``bench/scale_gpu.py``.
 
 One JSON line per (size, stage): ``seconds``, ``peak_rss_mb`` (the stage process's
 ``ru_maxrss``; ``peak_rss_children_mb`` with workers), and, from the second size on,
@@ -53,9 +63,11 @@ import time
 
 
 from scale_corpus import generate, make_transition_model, phone_loop_graph  # bench/
+from scale_gpu import add_arguments as add_gpu_arguments, gpu_rows
 from scale_report import write_doc
 
-STAGES = ("import", "first_batch", "plan", "loader_w0", "loader_w2", "forward", "decode")
+STAGES = ("import", "first_batch", "plan", "loader_w0", "loader_w2", "train", "forward",
+          "decode", "gpu")
 # (label, DataConfig values): every registered strategy, as bench/batching.py runs them
 STRATEGIES = [
     ("random", {}), ("sorted", {}), ("sorted_reverse", {}),
@@ -100,6 +112,46 @@ def _dataset(d, **kw):
     return ds, cfg
 
 
+def _train_stage(d, a) -> dict:
+    """The training process at this size: set-up, first batch, ``--train-batches`` steps."""
+    import itertools
+
+    import torch
+
+    from hybridasr.data.config import DataConfig
+    from hybridasr.data.loader import make_batch_iterator
+    from hybridasr.models import build_model
+    from hybridasr.train.loop import run_epoch
+    from hybridasr.train.options import TrainConfig
+    from hybridasr.train.trainer import Trainer, TrainInputs, make_optimizer
+
+    data, _, imp = _paths(d)
+    torch.set_num_threads(1)
+    t_import = time.perf_counter()
+    make_optimizer(torch.nn.Linear(1, 1), TrainConfig(device="cpu"), 1e-3)  # imports dynamo
+    t0 = time.perf_counter()
+    t_import = t0 - t_import
+    dcfg = DataConfig(seq_ordering="laplace:8", max_frames=a.max_frames, num_workers=2,
+                      seed=a.seed, norm_means=False)
+    mcfg = {"model": "mlp", "num_layers": 2, "hidden_size": 256, "activation": "relu"}
+    inputs = TrainInputs(data, os.path.join(data, "test"), imp, imp, os.path.join(d, "exp"))
+    trainer = Trainer(inputs, dcfg, mcfg, TrainConfig(device="cpu"), schedule=None)
+    model = build_model(mcfg, trainer.input_dim, trainer.num_pdfs)
+    optimizer = make_optimizer(model, trainer.tcfg, 1e-3)
+    t_setup = time.perf_counter() - t0
+    it = iter(make_batch_iterator(trainer.tr, dcfg, epoch=1))
+    first = next(it)
+    t_first = time.perf_counter() - t0 - t_setup
+    t1 = time.perf_counter()
+    s = run_epoch(model, itertools.islice(itertools.chain([first], it), a.train_batches),
+                  trainer.info, optimizer=optimizer, progress_every=0)
+    return {"stage": "train", "seconds": t_setup + t_first, "startup_seconds": t_setup,
+            "optimizer_import_seconds": t_import,
+            "first_batch_seconds": t_first, "steps_seconds": time.perf_counter() - t1,
+            "steps": s.batches, "frames": int(s.frames), "train_utts": len(trainer.tr),
+            "cv_utts": len(trainer.cv), "model": "mlp 2x256"}
+
+
 def run_stage(stage: str, d: str, a) -> list:
     """Runs one stage on corpus dir d; returns result dicts (without size/exponent)."""
     data, ali, imp = _paths(d)
@@ -136,9 +188,11 @@ def run_stage(stage: str, d: str, a) -> list:
             cfg = DataConfig(**kw)
             if not cfg.tbptt and not cfg.chunking and cfg.seq_ordering != "frame_shuffle":
                 cfg.max_seq_length, cfg.max_seq_length_mode = a.max_frames, "split"
-            t0 = time.perf_counter()
-            plans = plan_epoch(lengths, cfg, epoch=1)
-            secs = time.perf_counter() - t0
+            secs = float("inf")
+            for _ in range(a.plan_repeats):  # the best of a few: these take under a second
+                t0 = time.perf_counter()
+                plans = plan_epoch(lengths, cfg, epoch=1)
+                secs = min(secs, time.perf_counter() - t0)
             out.append({"stage": f"plan {label}", "seconds": secs,
                         "num_batches": int(plan_stats(plans)["num_batches"]),
                         "peak_rss_mb": _rss_mb()})
@@ -156,6 +210,10 @@ def run_stage(stage: str, d: str, a) -> list:
         secs = time.perf_counter() - t0
         out.append({"stage": stage, "seconds": secs, "frames": frames, "batches": batches,
                     "frames_per_second": round(frames / secs)})
+    elif stage == "train":
+        out.append(_train_stage(d, a))
+    elif stage == "gpu":  # nothing without CUDA (see bench/scale_gpu.py)
+        out.extend(gpu_rows(d, a, _dataset))
     elif stage == "forward":
         import torch
 
@@ -202,7 +260,7 @@ def run_stage(stage: str, d: str, a) -> list:
         raise SystemExit(f"unknown stage {stage!r} (one of {', '.join(STAGES)})")
     for r in out:
         r.setdefault("peak_rss_mb", _rss_mb())
-        if stage == "loader_w2":
+        if stage in ("loader_w2", "train"):
             r["peak_rss_children_mb"] = _rss_mb(resource.RUSAGE_CHILDREN)
     return out
 
@@ -230,9 +288,12 @@ def main(argv=None) -> int:
     p.add_argument("--utts-per-spk", type=int, default=100)
     p.add_argument("--max-frames", type=int, default=5000, help="batch budget (padded frames)")
     p.add_argument("--decode-utts", type=int, default=100, help="utterances forwarded and decoded")
+    p.add_argument("--train-batches", type=int, default=10, help="training steps of stage train")
+    p.add_argument("--plan-repeats", type=int, default=3, help="stage plan: the best of N runs")
     p.add_argument("--beam", type=float, default=10.0)
     p.add_argument("--max-active", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
+    add_gpu_arguments(p)
     p.add_argument("--work-dir", default="", help="where the corpora go (default: a temporary "
                                                    "dir, removed at the end unless --keep)")
     p.add_argument("--keep", action="store_true", help="keep the corpora")
@@ -280,7 +341,8 @@ def main(argv=None) -> int:
                     r["exponent"] = round(math.log(max(ratio, 1e-9)) / math.log(growth), 3)
                     r["exponent_from"] = before["size"]
                     r["ratio_vs_linear"] = round(ratio / growth, 3)
-                for k in ("dataset_seconds", "graph_seconds"):
+                for k in ("dataset_seconds", "graph_seconds", "startup_seconds",
+                          "first_batch_seconds", "steps_seconds", "optimizer_import_seconds"):
                     if k in r:
                         r[k] = round(r[k], 4)
                 prev[r["stage"]] = r

@@ -6,6 +6,7 @@ import os
 import platform
 import time
 
+
 def machine() -> str:
     model, cores = platform.processor() or "unknown CPU", os.cpu_count()
     try:
@@ -31,6 +32,8 @@ def write_doc(path: str, results: list, command: str, sizes: list) -> None:
     superlinear = [f"`{r['stage']}` ({r['exponent']:.2f})" for r in big
                    if r["exponent"] > 1.1 and r["stage"] != "generate"]
     first = [r for r in results if r["stage"] == "first_batch"]
+    train = [r for r in results if r["stage"] == "train"]
+    gpu = [r for r in results if r["stage"].startswith("gpu ") and "ratio" in r]
     peak = max((r for r in results if r["size"] == sizes[-1]),
                key=lambda r: r["peak_rss_mb"])
     lines = [
@@ -49,15 +52,27 @@ def write_doc(path: str, results: list, command: str, sizes: list) -> None:
         f" to {sizes[-1]} utterances: {', '.join(superlinear) or 'none'}",
         "- time to the first batch: " + ", ".join(
             f"{r['size']:,} utts {r['seconds']:.2f} s" for r in first),
+        "- time to the first training batch (stage `train`, the trainer's set-up and the "
+        "loader's first batch): " + (", ".join(
+            f"{r['size']:,} utts {r['seconds']:.2f} s" for r in train) or "not run"),
+        "- peak RSS of the training process (stage `train`, loader workers apart): " + (
+            ", ".join(f"{r['size']:,} utts {r['peak_rss_mb']:,.0f} MB" for r in train)
+            or "not run"),
         f"- largest peak RSS at {sizes[-1]:,} utterances: {peak['peak_rss_mb']:,.0f} MB "
-        f"(`{peak['stage']}`)", "",
+        f"(`{peak['stage']}`)",
+        "- GPU section (stage `gpu`, `bench/scale_gpu.py`): " + (
+            "; ".join(f"{r['size']:,} utts {r['stage'][4:]} on {r.get('device')}: ours / bare "
+                      f"{r['ratio']:.2f}" for r in gpu)
+            or "not run (no CUDA device on this machine)"), "",
         "## Table", "",
         "| utterances | stage | seconds | peak RSS MB | exponent | frames/s | note |",
         "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
     for r in results:
         note = []
-        for k in ("frames", "num_batches", "utts", "dataset_seconds", "graph_seconds",
-                  "peak_rss_children_mb", "feats_ark_mb", "graph"):
+        for k in ("frames", "num_batches", "utts", "dataset_seconds", "startup_seconds",
+                  "first_batch_seconds", "steps", "steps_seconds", "graph_seconds",
+                  "peak_rss_children_mb", "peak_device_mb", "ratio", "device", "feats_ark_mb",
+                  "graph"):
             if k in r:
                 note.append(f"{k} {fmt(r[k])}")
         lines.append(f"| {r['size']:,} | {r['stage']} | {fmt(r['seconds'], 3)} | "

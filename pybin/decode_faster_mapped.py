@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Embedded decoder with Kaldi decode-faster-mapped's interface (Kaldi's FasterDecoder via the
 kaldi-decoder package): per-pdf log-likelihoods -> best word sequence per utterance."""
-import os
 import sys
 
 from hybridasr.cli import add_bool, add_options, make_parser, run_main
@@ -45,12 +44,11 @@ def main(argv=None):
 
     from hybridasr.decode.decode_table import decode_table
     from hybridasr.decode.decoder import MappedDecoder
-    from hybridasr.kaldi.fst import max_input_label, read_fst
+    from hybridasr.decode.graph import load_model_and_graph
     from hybridasr.kaldi.symbol_table import read_symbol_table
     from hybridasr.errors import ConfigError
     from hybridasr.kaldi.matrix_reader import read_matrices
     from hybridasr.kaldi.table_writer import IntVectorWriter
-    from hybridasr.kaldi.transition_model import read_transition_model
 
     argv = list(sys.argv[1:] if argv is None else argv)
     # a bare --allow-partial must not swallow the next (positional) argument, as in Kaldi
@@ -62,19 +60,11 @@ def main(argv=None):
         args.acoustic_scale = 1.0 / args.inv_acoustic_scale
     if args.acoustic_scale <= 0 or args.beam <= 0:
         raise ConfigError("--acoustic-scale and --beam must be positive")
-    tm = read_transition_model(args.model_in)
-    fst = read_fst(args.fst_in)
-    graph_pdfs = os.path.join(os.path.dirname(args.fst_in), "num_pdfs")  # mkgraph.sh's
-    if os.path.isfile(graph_pdfs):
-        with open(graph_pdfs) as f:
-            n = f.read().split()
-        if n and n[0].isdigit() and int(n[0]) != tm.num_pdfs:
-            raise ConfigError(f"{args.fst_in} was built for a model with {n[0]} pdfs "
-                              f"({graph_pdfs}), {args.model_in} has {tm.num_pdfs}")
+    tm, fst, max_ilabel = load_model_and_graph(args.model_in, args.fst_in)
     symbols = read_symbol_table(args.word_symbol_table) if args.word_symbol_table else None
     options = from_values(DecodeOptions, args)
     decoder = MappedDecoder(fst, tm.tid2pdf, tm.num_pdfs, options,
-                            max_ilabel=max_input_label(fst, args.fst_in))
+                            max_ilabel=max_ilabel, fst_path=args.fst_in)
     words = IntVectorWriter(args.words_wspecifier)
     alis = IntVectorWriter(args.alignments_wspecifier) if args.alignments_wspecifier else None
     ok = False

@@ -2,15 +2,22 @@
 # Scores a decode dir for a range of LM weights (acoustic scale 1/LMWT), like Kaldi's
 # local/score.sh: <decode-dir>/scoring/LMWT.tra (word ids), <decode-dir>/wer_LMWT in
 # compute-wer's format, <decode-dir>/scoring/test_filt.txt (the filtered reference).
-# Lattices from Kaldi (lat.*.gz) are rescored with Kaldi's lattice tools; the embedded decoder's
-# output (loglikes.*.scp) is decoded again once per LM weight with decode_faster_mapped.py.
+# Lattices (lat.*.gz, Kaldi's or latgen_faster_mapped.py's) are rescored with Kaldi's lattice
+# tools when they are on PATH, else in one pass by lattice_best_path_sweep.py (which also writes
+# <decode-dir>/decode_summary.json: lattice density, oracle WER). The embedded decoder's output
+# (loglikes.*.scp) is decoded again once per LM weight with decode_faster_mapped.py, or with
+# --lattices true turned into lat.JOB.gz once by latgen_faster_mapped.py and swept.
 
 # Begin configuration section.
 cmd=run.pl
 stage=0
-min_lmwt=7
-max_lmwt=17
-word_ins_penalty=0.0  # Kaldi lattices only
+min_lmwt=4            # hybrid models want low LM weights (Kaldi nnet1 sweeps 4..15)
+max_lmwt=15
+word_ins_penalty=0.0  # comma-separated: several give wer_LMWT_WIP, scoring/penalty_WIP/LMWT.tra
+lattices=auto         # auto: lattices if the decode dir has lat.1.gz | true: make them from
+                      # loglikes.*.scp once (latgen_faster_mapped.py) | false: 1-best re-decoding
+latgen_beam=9.0       # embedded lattice generation (--lattices true): kaldi-decoder's lattice
+lattice_beam=6.0      # decoder has no --max-active, so its beam is kept narrower than --beam
 model=                # embedded: transition model (default: <decode-dir>/../final.mdl)
 beam=13.0             # embedded: decoder options of the re-decoding
 max_active=7000
@@ -33,7 +40,8 @@ Options:
   --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
   --min-lmwt <int>             # smallest LM weight (default: $min_lmwt)
   --max-lmwt <int>             # largest LM weight (default: $max_lmwt)
-  --word-ins-penalty <float>   # word insertion penalty, Kaldi lattices only (default: $word_ins_penalty)
+  --word-ins-penalty <list>    # word insertion penalties, lattices only (default: $word_ins_penalty)
+  --lattices auto|true|false   # lattices (decode once) or 1-best re-decoding (default: $lattices)
   --model <final.mdl>          # embedded decoder: transition model (default: <decode-dir>/../final.mdl)
 USAGE
   exit 1
@@ -56,16 +64,53 @@ mkdir -p "$dir/scoring/log"
 # the reference, without noise markers (as Kaldi's recipes filter it)
 sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" > "$dir/scoring/test_filt.txt"
 
+pens=${word_ins_penalty//,/ }
+# tra_of <wip>: the pattern of the 1-best files of a penalty (with LMWT)
+tra_of() { if [ "$pens" = "$1" ]; then echo "$dir/scoring/LMWT.tra"; else echo "$dir/scoring/penalty_$1/LMWT.tra"; fi; }
+wer_of() { if [ "$pens" = "$1" ]; then echo "$dir/wer_LMWT"; else echo "$dir/wer_LMWT_$1"; fi; }
+case $lattices in auto|true|false) ;; *) echo "$0: bad --lattices $lattices (auto|true|false)" >&2; exit 1 ;; esac
+if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ] && [ $lattices = true ]; then
+  fst=$lang_or_graph/HCLG.fst
+  [ -z "$model" ] && model=$(dirname "$dir")/final.mdl
+  for f in "$fst" "$model"; do
+    [ ! -f "$f" ] && echo "$0: lattice generation needs $f (the graph dir and the model)" >&2 && exit 1
+  done
+  nj=$(ls "$dir"/loglikes.*.scp | wc -l)
+  $cmd JOB=1:$nj "$dir/log/latgen.JOB.log" \
+    latgen_faster_mapped.py --beam=$latgen_beam --lattice-beam=$lattice_beam --acoustic-scale=0.1 \
+      --allow-partial=true "$model" "$fst" "scp:$dir/loglikes.JOB.scp" "ark:|gzip -c > $dir/lat.JOB.gz"
+fi
+if [ -f "$dir/lat.1.gz" ] && [ $lattices = false ] && [ -f "$dir/loglikes.1.scp" ]; then
+  use_lattices=false
+elif [ -f "$dir/lat.1.gz" ]; then
+  use_lattices=true
+else
+  use_lattices=false
+fi
+
 if [ $stage -le 0 ]; then
-  if [ -f "$dir/lat.1.gz" ]; then
-    for b in lattice-scale lattice-add-penalty lattice-best-path; do
-      command -v $b >/dev/null 2>&1 || { echo "$0: $dir has Kaldi lattices but $b is not on PATH (set KALDI_ROOT)" >&2; exit 1; }
+  if $use_lattices && command -v lattice-best-path >/dev/null 2>&1 && \
+      command -v lattice-scale >/dev/null 2>&1 && command -v lattice-add-penalty >/dev/null 2>&1; then
+    for wip in $pens; do
+      tra=$(tra_of $wip)
+      mkdir -p "$(dirname "$tra")"
+      $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/best_path.LMWT.$wip.log" \
+        lattice-scale --inv-acoustic-scale=LMWT "ark:gunzip -c $dir/lat.*.gz|" ark:- \| \
+        lattice-add-penalty --word-ins-penalty=$wip ark:- ark:- \| \
+        lattice-best-path --word-symbol-table="$symtab" ark:- "ark,t:$tra"
     done
-    $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/best_path.LMWT.log" \
-      lattice-scale --inv-acoustic-scale=LMWT "ark:gunzip -c $dir/lat.*.gz|" ark:- \| \
-      lattice-add-penalty --word-ins-penalty=$word_ins_penalty ark:- ark:- \| \
-      lattice-best-path --word-symbol-table="$symtab" ark:- "ark,t:$dir/scoring/LMWT.tra"
+  elif $use_lattices; then
+    pattern=$dir/scoring/LMWT.tra
+    [ "${pens// /}" != "$pens" ] && pattern=$dir/scoring/penalty_WIP/LMWT.tra
+    lattice_best_path_sweep.py --min-lmwt=$min_lmwt --max-lmwt=$max_lmwt \
+      --word-ins-penalty=$word_ins_penalty --oracle-reference="$dir/scoring/test_filt.txt" \
+      --word-symbol-table="$symtab" --summary-json="$dir/decode_summary.json" \
+      "ark:gunzip -c $dir/lat.*.gz|" "$pattern" 2> "$dir/scoring/log/best_path_sweep.log" || \
+      { echo "$0: lattice_best_path_sweep.py failed; see $dir/scoring/log/best_path_sweep.log" >&2; exit 1; }
   elif [ -f "$dir/loglikes.1.scp" ]; then
+    if [ "${pens// /}" != "$pens" ] || [ "$pens" != "0.0" ]; then
+      echo "$0: --word-ins-penalty needs lattices (use --lattices true)" >&2; exit 1
+    fi
     fst=$lang_or_graph/HCLG.fst
     [ -z "$model" ] && model=$(dirname "$dir")/final.mdl
     for f in "$fst" "$model"; do
@@ -77,17 +122,23 @@ if [ $stage -le 0 ]; then
         --min-active=$min_active "$model" "$fst" "scp:$dir/scoring/loglikes.scp" \
         "ark,t:$dir/scoring/LMWT.tra"
   else
-    echo "$0: $dir has neither Kaldi lattices (lat.1.gz) nor log-likelihoods (loglikes.1.scp)" >&2
+    echo "$0: $dir has neither lattices (lat.1.gz) nor log-likelihoods (loglikes.1.scp)" >&2
     exit 1
   fi
 fi
 
 if [ $stage -le 1 ]; then
-  $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/score.LMWT.log" \
-    cat "$dir/scoring/LMWT.tra" \| \
-    "$utils/int2sym.pl" -f 2- "$symtab" \| sed 's:\<UNK\>::g' \| \
-    compute_wer.py --text --mode=present "ark:$dir/scoring/test_filt.txt" ark,p:- ">&" "$dir/wer_LMWT"
+  for wip in $pens; do
+    $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/score.LMWT.$wip.log" \
+      cat "$(tra_of $wip)" \| \
+      "$utils/int2sym.pl" -f 2- "$symtab" \| sed 's:\<UNK\>::g' \| \
+      compute_wer.py --text --mode=present "ark:$dir/scoring/test_filt.txt" ark,p:- ">&" "$(wer_of $wip)"
+  done
 fi
 
 best=$(grep WER "$dir"/wer_* | "$utils/best_wer.sh")
 echo "$0: best: $best"
+best_lmwt=$(echo "$best" | sed -E 's:^.*/wer_([0-9]+)(_[^:]*)?\:.*$:\1:')
+if [ "$best_lmwt" = "$min_lmwt" ] && [ "$min_lmwt" -gt 1 ] || [ "$best_lmwt" = "$max_lmwt" ]; then
+  echo "$0: warning: the best LM weight ($best_lmwt) is at an end of the range $min_lmwt..$max_lmwt: widen it (--min-lmwt/--max-lmwt)" >&2
+fi

@@ -284,7 +284,9 @@ def test_a_saved_flat_data_config_still_loads():
              "randomizer_size": 32768, "min_batches_per_epoch": 0, "seed": 777,
              "num_workers": 2, "prefetch": 2}
     c = DataConfig.from_dict(saved)
-    assert c.to_dict() == saved and (c.bucket_width, c.splice) == (250, 5)
+    d = c.to_dict()  # every saved value kept; options added since get their defaults
+    assert {k: d[k] for k in saved} == saved and (c.bucket_width, c.splice) == (250, 5)
+    assert {k: d[k] for k in set(d) - set(saved)} == {"global_norm_utts": 10000}
     assert plan_epoch(LENGTHS, c, 1) == plan_epoch(LENGTHS, cfg(**saved), 1)
     with pytest.raises(ConfigError, match="unknown data config keys: bucket_size"):
         DataConfig.from_dict({**saved, "bucket_size": 3})

@@ -17,14 +17,14 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
 def test_scale_bench_tiny(tmp_path):
     doc = tmp_path / "performance.md"
     p = subprocess.run([sys.executable, str(BENCH), "--sizes", "40,80", "--pdfs", "150",
-                        "--decode-utts", "4", "--in-process", "--work-dir", str(tmp_path / "w"),
+                        "--decode-utts", "4", "--train-batches", "2", "--in-process", "--work-dir", str(tmp_path / "w"),
                         "--keep", "--write-doc", str(doc)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     by = {(r["size"], r["stage"]): r for r in rows}
     for stage in ("generate", "import", "first_batch", "plan laplace:8", "plan frame_shuffle",
-                  "loader_w0", "loader_w2", "forward", "decode"):
+                  "loader_w0", "loader_w2", "train", "forward", "decode"):
         for n in (40, 80):
             r = by[(n, stage)]
             assert r["seconds"] >= 0 and r["peak_rss_mb"] > 0
@@ -39,6 +39,11 @@ def test_scale_bench_tiny(tmp_path):
         assert by[(n, "loader_w0")]["frames"] == by[(n, "loader_w2")]["frames"] \
             == by[(n, "generate")]["frames"]
         assert by[(n, "decode")]["utts"] == by[(n, "forward")]["utts"] == 4
+        train = by[(n, "train")]  # the real trainer on the whole corpus, the test set as cv
+        assert (train["train_utts"], train["cv_utts"], train["steps"]) == (n, 4, 2)
+        assert abs(train["seconds"] - train["startup_seconds"] -
+                   train["first_batch_seconds"]) < 2e-4  # each rounded to 4 places
+    assert not any(r["stage"].startswith("gpu") for r in rows)  # no CUDA here: no gpu rows
     assert by[(80, "generate")]["num_pdfs"] == 150
     # the model and alignments are Kaldi's: the toolkit's reader takes them back
     ali = tmp_path / "w" / "80" / "ali"
@@ -54,3 +59,20 @@ def test_scale_bench_tiny(tmp_path):
     assert seen == 80
     text = doc.read_text()
     assert "| 80 | import |" in text and "cores" in text and "bench/scale.py" in text
+
+
+def test_scale_bench_gpu_section_runs_on_the_cpu(tmp_path):
+    """The GPU section's code path, on the CPU: our epoch and the bare loop see the same
+    batches (the same real frames), the loader row counts them too."""
+    p = subprocess.run([sys.executable, str(BENCH), "--sizes", "30", "--pdfs", "60",
+                        "--stages", "import,gpu", "--gpu-device", "cpu", "--gpu-utts", "3",
+                        "--gpu-layers", "1", "--gpu-hidden", "16", "--gpu-max-frames", "2500",
+                        "--gpu-workers", "0", "--in-process", "--work-dir", str(tmp_path)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    by = {r["stage"]: r for r in map(json.loads, p.stdout.splitlines())}
+    loader, ours, bare = by["gpu loader w0"], by["gpu ours fp32"], by["gpu bare fp32"]
+    assert loader["frames"] == ours["frames"] == bare["frames"] > 0
+    assert ours["utts"] == 3 and ours["batches"] == loader["batches"]
+    assert bare["ratio"] == round(ours["frames_per_second"] / bare["frames_per_second"], 3)
+    assert "gpu ours bf16" not in by  # bf16 only on a GPU

@@ -12,6 +12,7 @@ import torch
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.kaldi.matrix_lengths import read_lengths, read_scp_lengths
+from hybridasr.kaldi.matrix_reader import iter_feature_scp
 from hybridasr.data.loader import make_batch_iterator, num_batches
 from hybridasr.data.transform import IGNORE_INDEX, FeatureTransform
 from hybridasr.errors import FormatError
@@ -66,8 +67,12 @@ def test_dataset_applies_speaker_cmvn_and_reads_targets(digits):
                           digits["cmvn_scp"])
     assert len(ds) == 120 and ds.lengths["jackson_0_0"] == len(digits["ali"]["jackson_0_0"])
     feats, targets = ds["jackson_0_0"]
-    raw = kaldiio.load_scp(digits["feats_scp"])["jackson_0_0"]
-    stats = kaldiio.load_scp(digits["cmvn_scp"])["jackson_0"]
+    # the reference reads with Kaldi's decompression arithmetic, as the dataset does (kaldiio
+    # differs by an ulp, which CMVN turns into ~1e-5)
+    raw = dict(iter_feature_scp(digits["feats_scp"]))["jackson_0_0"]
+    stats = dict(iter_feature_scp(digits["cmvn_scp"]))["jackson_0"]
+    np.testing.assert_allclose(raw, kaldiio.load_scp(digits["feats_scp"])["jackson_0_0"],
+                               atol=1e-4)
     assert feats.dtype == np.float32 and targets.dtype == np.int64
     np.testing.assert_allclose(feats, apply_cmvn(raw, stats), atol=1e-5)
     assert (targets == digits["ali"]["jackson_0_0"]).all()
@@ -139,6 +144,29 @@ def test_global_norm_fit_and_cache(digits):
     UtteranceDataset(digits["feats_scp"], transform=t3).fit_transform(path)  # read back
     assert t3.global_mean == t.global_mean
     assert FeatureTransform.from_dict(t.to_dict()).global_std == t.global_std
+
+
+def test_global_norm_from_a_seeded_subset(digits):
+    """--global-norm-utts: the statistics of a random subset drawn with the seed (nnet1's
+    10k), the same for the same seed, equal to the subset's own mean and deviation."""
+    def fitted(n, seed):
+        t = FeatureTransform(global_norm=True)
+        ds = UtteranceDataset(digits["feats_scp"], utt2spk=digits["utt2spk"],
+                              cmvn_scp=digits["cmvn_scp"], transform=t)
+        ds.fit_transform(None, max_utts=n, seed=seed)
+        return ds, t
+
+    ds, t = fitted(30, 5)
+    assert fitted(30, 5)[1].global_mean == t.global_mean
+    assert fitted(30, 6)[1].global_mean != t.global_mean
+    assert fitted(0, 5)[1].global_mean == fitted(None, 5)[1].global_mean  # 0: all
+    used = list(ds.raw_pairs(30, 5))
+    assert len(used) == 30
+    plain = FeatureTransform()  # the same CMVN, no global statistics
+    x = np.concatenate([plain(f, c) for f, c in used]).astype(np.float64)
+    np.testing.assert_allclose(t.global_mean, x.mean(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(t.global_std, x.std(0), rtol=1e-4)
+    assert len(list(ds.raw_pairs(500, 5))) == len(ds)  # more than there are: all
 
 
 def test_missing_and_mismatched_targets(digits, tmp_path):
@@ -213,8 +241,8 @@ def test_shorter_targets_trim_the_features(short_import, kaldi_digits, monkeypat
     assert ds.lengths == s["usable"] and ds.lengths[k0] == len(s["alis"][k0]) - 3
     assert ds.raw_lengths[k0] == len(s["alis"][k0])  # the features are longer
     monkeypatch.chdir(kaldi_digits)
-    full = kaldiio.load_scp("data/train/feats.scp")
-    cmvn = kaldiio.load_scp("data/train/cmvn.scp")
+    full = dict(iter_feature_scp("data/train/feats.scp"))  # Kaldi's arithmetic, as the dataset
+    cmvn = dict(iter_feature_scp("data/train/cmvn.scp"))
     utt2spk = dict(l.split() for l in open("data/train/utt2spk"))
     for k in (k0, k1, k2, s["keys"][3]):
         n = s["usable"][k]
@@ -323,3 +351,20 @@ def test_loader_tbptt_and_frame_shuffle(digits):
         assert int(b.targets[0, 0]) == digits["ali"][k][s]
         total += len(b.keys)
     assert total == sum(ds.lengths.values())
+
+
+def test_targets_are_checked_against_num_classes_as_they_are_read(digits):
+    """No pass over all targets at start-up: each vector is checked when read, and a target
+    outside the network's outputs names its utterance."""
+    top = max(int(v.max()) for v in digits["ali"].values())
+    bad = sorted(k for k, v in digits["ali"].items() if int(v.max()) == top)
+    good = next(k for k in sorted(digits["ali"]) if k not in bad)
+    ds = UtteranceDataset(digits["feats_scp"], digits["targets_scp"], num_classes=top)
+    assert len(ds) == 120  # built without reading a target
+    x, y = ds.load(good)
+    assert int(y.max()) < top
+    with pytest.raises(FormatError, match=rf"utterance {bad[0]} has target {top} .*"
+                                          rf"outside the network's {top} outputs"):
+        ds.load(bad[0])
+    assert UtteranceDataset(digits["feats_scp"], digits["targets_scp"],
+                            num_classes=top + 1).load(bad[0])[1].max() == top

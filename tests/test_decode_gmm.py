@@ -102,7 +102,8 @@ def test_score_sh_reproduces_kaldi_wer_files(gmm_test, kaldi_digits, repo_dir, e
         with ArkScpWriter(str(dec / f"loglikes.{job}.ark"), str(dec / f"loglikes.{job}.scp")) as w:
             for k in part:
                 w.write(k, lls[k])
-    p = subprocess.run([str(repo_dir / "steps/score.sh"), "data/test",
+    p = subprocess.run([str(repo_dir / "steps/score.sh"), "--min-lmwt", "7", "--max-lmwt", "17",
+                        "data/test",
                         str(kaldi_digits / "exp/mono/graph"), "exp/gmm/decode_test"],
                        cwd=tmp_path, env=env_with_path, capture_output=True, text=True,
                        timeout=300)

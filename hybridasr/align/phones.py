@@ -23,15 +23,16 @@ def is_reordered(tm: TransitionModel, ali: np.ndarray) -> bool:
         return False
     ts = tm.tid2tstate[ali]
     change = np.flatnonzero(ts[:-1] != ts[1:])
-    if len(change) == 0:
-        return False
     loop = tm.tid_is_self_loop[ali]
     for i in change.tolist():
         if loop[i]:
             return True  # the self-loop comes last
         if loop[i + 1]:
             return False  # the self-loop comes first
-    return False  # no self-loops at all: either reading gives the same split
+    # no change of transition-state next to a self-loop: Kaldi's IsReordered looks at the ends
+    if loop[0]:
+        return False  # the self-loop comes first
+    return bool(loop[-1])  # a self-loop last: reordered (none: either reading is the same)
 
 
 def split_to_phones(tm: TransitionModel, ali: np.ndarray) -> Tuple[np.ndarray, bool]:

@@ -28,6 +28,10 @@ class DataConfig:
     norm_vars: bool = option(_T["norm_vars"], "per-speaker CMVN: also normalise variances")
     global_norm: bool = option(_T["global_norm"], "global mean/variance normalisation over "
                                                   "the training set (computed once)")
+    global_norm_utts: int = option(
+        10000, "with --global-norm: the statistics come from this many training utterances, "
+               "a random subset drawn with --seed (Kaldi nnet1 uses 10k), so start-up does "
+               "not read a large corpus whole; 0 = all", minimum=0)
     delta_order: int = option(_T["delta_order"], "add-deltas order", minimum=0)
     delta_window: int = option(_T["delta_window"], "add-deltas window", minimum=1)
     splice: int = option(_T["splice"], "frames of context either side (5 gives 11 frames, "

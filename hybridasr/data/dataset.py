@@ -1,13 +1,16 @@
 """``UtteranceDataset``: a Kaldi data dir's features (and frame targets) by utterance.
 
-Features are read with kaldiio random access on demand (nothing is copied into memory up
-front); lengths come from ``utt2num_frames`` or the ark headers. Per-speaker CMVN stats
+Features and targets are read by key on demand (``hybridasr.kaldi.random_access``: nothing is
+copied into memory up front, each ark is opened once per process, compressed features are
+decoded with Kaldi's arithmetic); lengths come from ``utt2num_frames`` or the ark headers. Per-speaker CMVN stats
 (small) are read once. Features and targets of different lengths are trimmed to the shorter,
 as Kaldi nnet1 does within ``--length-tolerance``: with the import's ``target_lengths`` the
 trimmed length is known up front (``lengths``, what batching plans with); without it (an older
 import dir, other targets) both are trimmed when read, when they differ by less than
 ``length_tolerance`` frames. The object pickles without open files, so loader workers rebuild
-their own readers.
+their own readers. With ``num_classes``, every target vector is checked when it is read (a
+pdf outside the network's outputs names the utterance): no pass over all targets before the
+first batch.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from hybridasr.align.length_tolerance import DEFAULT_LENGTH_TOLERANCE, within_to
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.matrix_lengths import read_lengths
-from hybridasr.kaldi.matrix_reader import load_scp_lazy
+from hybridasr.kaldi.random_access import int_vectors, matrices
 from hybridasr.kaldi.table import read_int_map, read_map
 
 log = logging.getLogger(__name__)
@@ -36,8 +39,10 @@ class UtteranceDataset:
     def __init__(self, feats_scp: str, targets_scp: Optional[str] = None,
                  utt2spk: Optional[str] = None, cmvn_scp: Optional[str] = None,
                  transform: Optional[FeatureTransform] = None,
-                 utt2num_frames: Optional[str] = None, target_lengths: Optional[str] = None):
+                 utt2num_frames: Optional[str] = None, target_lengths: Optional[str] = None,
+                 num_classes: Optional[int] = None):
         self.feats_scp, self.targets_scp = feats_scp, targets_scp
+        self.num_classes = num_classes
         self.target_lengths_file = target_lengths if targets_scp else None
         self.target_lengths: Optional[Dict[str, int]] = (
             dict(read_int_map(target_lengths)) if self.target_lengths_file else None)
@@ -46,7 +51,8 @@ class UtteranceDataset:
         self.utt2spk = dict(read_map(utt2spk)) if utt2spk else None
         self.cmvn: Optional[Dict[str, np.ndarray]] = None
         if cmvn_scp:
-            self.cmvn = {k: np.asarray(v, np.float64) for k, v in load_scp_lazy(cmvn_scp).items()}
+            with matrices(cmvn_scp) as stats:
+                self.cmvn = {k: np.asarray(v, np.float64) for k, v in stats.items()}
         self._feats = None
         self._targets = None
         self.cache_utts = 0  # raw utterances kept (TBPTT reads each one window at a time)
@@ -71,10 +77,11 @@ class UtteranceDataset:
     def from_data_dir(cls, data_dir: str, targets_scp: Optional[str] = None,
                       transform: Optional[FeatureTransform] = None,
                       use_cmvn: bool = True,
-                      target_lengths: Optional[str] = None) -> "UtteranceDataset":
+                      target_lengths: Optional[str] = None,
+                      num_classes: Optional[int] = None) -> "UtteranceDataset":
         """A Kaldi data dir: ``feats.scp`` and, where present, ``utt2spk``, ``cmvn.scp``
         (when ``use_cmvn``) and ``utt2num_frames``; ``target_lengths``: the import's
-        (``<ali-dir>/target_lengths``), or None."""
+        (``<ali-dir>/target_lengths``), or None; ``num_classes``: targets must be below it."""
         def opt(name):
             p = os.path.join(data_dir, name)
             return p if os.path.exists(p) else None
@@ -83,7 +90,7 @@ class UtteranceDataset:
         if not os.path.exists(feats):
             raise FormatError(f"{data_dir}: no feats.scp (run steps/make_mfcc.sh first)")
         return cls(feats, targets_scp, opt("utt2spk"), opt("cmvn.scp") if use_cmvn else None,
-                   transform, opt("utt2num_frames"), target_lengths)
+                   transform, opt("utt2num_frames"), target_lengths, num_classes)
 
     # --- lengths: features and targets trimmed to the shorter (Kaldi nnet1) -------------
     def _check_target_lengths(self, keys: List[str]) -> None:
@@ -105,12 +112,12 @@ class UtteranceDataset:
     # --- readers, opened lazily (and again in each worker process) ---------------------
     def _feat_reader(self):
         if self._feats is None:
-            self._feats = load_scp_lazy(self.feats_scp)
+            self._feats = matrices(self.feats_scp)
         return self._feats
 
     def _target_reader(self):
         if self._targets is None:
-            self._targets = load_scp_lazy(self.targets_scp)
+            self._targets = int_vectors(self.targets_scp)
         return self._targets
 
     def __getstate__(self):
@@ -147,6 +154,11 @@ class UtteranceDataset:
         if not self.targets_scp:
             return None
         ali = np.asarray(self._target_reader()[utt]).reshape(-1)
+        if self.num_classes is not None and ali.size and \
+                (int(ali.min()) < 0 or int(ali.max()) >= self.num_classes):
+            raise FormatError(f"{self.targets_scp}: utterance {utt} has target "
+                              f"{int(ali.max())} (min {int(ali.min())}) outside the network's "
+                              f"{self.num_classes} outputs")
         n = self.raw_lengths[utt]
         if self.target_lengths is not None:
             if len(ali) != self.target_lengths[utt]:
@@ -209,19 +221,25 @@ class UtteranceDataset:
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys)
 
-    def raw_pairs(self, max_utts: Optional[int] = None):
-        """(raw feats, cmvn stats) of the utterances, for ``FeatureTransform.fit``."""
-        for i, utt in enumerate(self.keys):
-            if max_utts is not None and i >= max_utts:
-                return
+    def raw_pairs(self, max_utts: Optional[int] = None, seed: Optional[int] = None):
+        """(raw feats, cmvn stats) of the utterances, for ``FeatureTransform.fit``: all of them
+        in order, or ``max_utts`` of them (a random subset drawn with ``seed``, read in file
+        order)."""
+        keys = self.keys
+        if max_utts and max_utts < len(keys):
+            rng = np.random.default_rng(0 if seed is None else int(seed) & 0xFFFFFFFF)
+            keys = [keys[i] for i in np.sort(rng.choice(len(keys), max_utts, replace=False))]
+        for utt in keys:
             yield self.raw_feats(utt), self.cmvn_stats(utt)
 
     def feature_dim(self) -> int:
         return int(self.raw_feats(self.keys[0]).shape[1])
 
-    def fit_transform(self, stats_path: Optional[str] = None) -> FeatureTransform:
+    def fit_transform(self, stats_path: Optional[str] = None, max_utts: Optional[int] = None,
+                      seed: Optional[int] = None) -> FeatureTransform:
         """Computes global normalisation statistics if the transform needs them (reading
-        them from ``stats_path`` when it exists, writing them there otherwise)."""
+        them from ``stats_path`` when it exists, writing them there otherwise), over
+        ``max_utts`` utterances drawn with ``seed`` (``raw_pairs``) or all."""
         import json
 
         from hybridasr.utils.atomic import atomic_open
@@ -234,7 +252,7 @@ class UtteranceDataset:
                 d = json.load(f)
             t.global_mean, t.global_std = d["global_mean"], d["global_std"]
             return t
-        t.fit(self.raw_pairs())
+        t.fit(self.raw_pairs(max_utts, seed))
         if stats_path:
             with atomic_open(stats_path, "w", encoding="utf-8") as f:
                 json.dump({"global_mean": t.global_mean, "global_std": t.global_std}, f)

@@ -19,6 +19,7 @@ from hybridasr.data.batching import Item, make_strategy
 from hybridasr.data.batching.sharding import check_world
 from hybridasr.data.config import DataConfig
 from hybridasr.errors import ConfigError
+from hybridasr.utils.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,14 @@ def make_items(lengths: Mapping[str, int], config: DataConfig) -> List[Item]:
 def plan_epoch(lengths: Mapping[str, int], config: DataConfig, epoch: int, rank: int = 0,
                world_size: int = 1) -> list:
     """This rank's plans (``BatchPlan``s, or a strategy's own plan type, see
-    ``hybridasr.data.batching.plans``)."""
+    ``hybridasr.data.batching.plans``); planned with the cyclic garbage collector paused
+    (``hybridasr.utils.gc_pause``: linear in the number of utterances)."""
+    with gc_paused():
+        return _plan_epoch(lengths, config, epoch, rank, world_size)
+
+
+def _plan_epoch(lengths: Mapping[str, int], config: DataConfig, epoch: int, rank: int,
+                world_size: int) -> list:
     check_world(rank, world_size)
     items = make_items(lengths, config)
     if not items:

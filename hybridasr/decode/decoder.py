@@ -2,19 +2,26 @@
 
 Kaldi's ``decode-faster-mapped`` reads per-pdf log-likelihoods and looks each transition-id's
 pdf up in the TransitionModel (``DecodableMatrixScaledMapped``). kaldi-decoder's
-``DecodableCtc(m)`` returns ``m[frame, index - 1]`` for input label ``index``; handing it a
-matrix with one column per transition-id, column ``tid - 1`` holding ``acoustic_scale *
-loglike[frame, pdf(tid)]``, makes the C++ decoder do exactly what Kaldi's does.
+``DecodableCtc(m)`` returns ``m[frame, index - 1]`` for input label ``index``. The decoder
+searches a copy of the graph relabelled once (``hybridasr.kaldi.fst.relabel_by_pdf``, cached
+per graph file): input label ``pdf + 1``, output label the id of the original arc's
+(transition-id, word) pair, so ``m`` is the [T, num_pdfs] scaled log-likelihood matrix itself
+and the best path maps back to transition-ids and words exactly. Same states, arcs, weights
+and arc order as the original graph: the search is the one Kaldi's decoder does.
+``expand=True`` keeps the former route (the original graph, a [T, num_transition_ids] matrix
+with column ``tid - 1`` = ``acoustic_scale * loglike[frame, pdf(tid)]``), for comparisons.
 """
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
-from typing import List
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.fst import PdfGraph, relabel_by_pdf
 from hybridasr.options import option
 
 log = logging.getLogger(__name__)
@@ -50,12 +57,31 @@ class DecodeResult:
         return self.graph_cost + self.acoustic_cost
 
 
+_PDF_GRAPHS: Dict[Tuple, PdfGraph] = {}  # (graph file, its mtime and size, tid2pdf) -> graph
+
+
+def pdf_graph(fst, tid2pdf: np.ndarray, path: Optional[str] = None) -> PdfGraph:
+    """``relabel_by_pdf`` of the graph, cached per graph file (``path``) and model mapping."""
+    if path is None:
+        return relabel_by_pdf(fst, tid2pdf)
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size,
+           np.asarray(tid2pdf, dtype=np.int64).tobytes())
+    if key not in _PDF_GRAPHS:
+        _PDF_GRAPHS.clear()  # one graph at a time: a process decodes with one graph
+        _PDF_GRAPHS[key] = relabel_by_pdf(fst, tid2pdf, path)
+    return _PDF_GRAPHS[key]
+
+
 class MappedDecoder:
     """Decodes per-pdf log-likelihood matrices on a graph whose input labels are
-    transition-ids (``tid2pdf[tid]`` = pdf; index 0 unused)."""
+    transition-ids (``tid2pdf[tid]`` = pdf; index 0 unused). ``fst_path``: the file ``fst``
+    was read from (reads the const arc array directly and caches the relabelled graph);
+    ``expand``: decode the original graph with the [T, num_transition_ids] matrix instead."""
 
     def __init__(self, fst, tid2pdf: np.ndarray, num_pdfs: int | None = None,
-                 options: DecodeOptions = DecodeOptions(), max_ilabel: int | None = None):
+                 options: DecodeOptions = DecodeOptions(), max_ilabel: int | None = None,
+                 fst_path: Optional[str] = None, expand: bool = False):
         import kaldi_decoder
 
         self.tid2pdf = np.asarray(tid2pdf, dtype=np.int64)
@@ -69,11 +95,15 @@ class MappedDecoder:
                               f"has only {num_tids} transition-ids: the graph was built for a "
                               f"different model")
         self.options = options
+        self.expand = expand
         opts = kaldi_decoder.FasterDecoderOptions(
             beam=options.beam, max_active=options.max_active, min_active=options.min_active,
             beam_delta=options.beam_delta, hash_ratio=options.hash_ratio)
-        self._fst = fst  # the C++ decoder keeps a pointer to it: keep it alive
-        self._decoder = kaldi_decoder.FasterDecoder(fst, opts)
+        # the C++ decoder keeps a pointer to the graph: keep it alive
+        self.graph: Optional[PdfGraph] = None if expand else pdf_graph(fst, self.tid2pdf,
+                                                                       fst_path)
+        self._fst = fst if expand else self.graph.fst
+        self._decoder = kaldi_decoder.FasterDecoder(self._fst, opts)
         self._decodable = kaldi_decoder.DecodableCtc
 
     def tid_matrix(self, loglikes: np.ndarray, acoustic_scale: float) -> np.ndarray:
@@ -81,21 +111,34 @@ class MappedDecoder:
         return np.ascontiguousarray(
             np.asarray(loglikes, dtype=np.float32)[:, self.tid2pdf[1:]] * np.float32(acoustic_scale))
 
-    def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
-               utt: str = "") -> DecodeResult:
-        import kaldifst
+    def scaled_matrix(self, loglikes: np.ndarray, acoustic_scale: float) -> np.ndarray:
+        """What the decodable reads: [T, num_pdfs] (or [T, num_tids] with ``expand``)."""
+        if self.expand:
+            return self.tid_matrix(loglikes, acoustic_scale)
+        return np.ascontiguousarray(np.asarray(loglikes, dtype=np.float32) *
+                                    np.float32(acoustic_scale))
 
+    def check(self, loglikes: np.ndarray, utt: str) -> np.ndarray:
         loglikes = np.asarray(loglikes)
         if loglikes.ndim == 2 and loglikes.shape[0] == 0:
-            return DecodeResult()  # no frames: nothing can survive
+            return loglikes
         if loglikes.ndim != 2 or loglikes.shape[1] != self.num_pdfs:
             raise FormatError(f"utterance {utt}: log-likelihoods have shape {loglikes.shape}, "
                               f"but the transition model has {self.num_pdfs} pdfs (is the model's "
                               f"output dim the alignment model's number of pdfs?)")
         if np.isnan(loglikes).any():
             raise FormatError(f"utterance {utt}: log-likelihoods contain NaN (a diverged model?)")
+        return loglikes
+
+    def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
+               utt: str = "") -> DecodeResult:
+        import kaldifst
+
+        loglikes = self.check(loglikes, utt)
+        if loglikes.shape[0] == 0:
+            return DecodeResult()  # no frames: nothing can survive
         res = DecodeResult(num_frames=int(loglikes.shape[0]))
-        matrix = self.tid_matrix(loglikes, acoustic_scale)  # alive while the decoder runs
+        matrix = self.scaled_matrix(loglikes, acoustic_scale)  # alive while the decoder runs
         decodable = self._decodable(matrix)
         self._decoder.decode(decodable)
         res.reached_final = bool(self._decoder.reached_final())
@@ -106,6 +149,9 @@ class MappedDecoder:
         if not linear:  # cannot happen for a best path; be explicit rather than wrong
             raise FormatError(f"utterance {utt}: the decoder's best path is not linear")
         res.ok = True
-        res.words, res.alignment = list(olabels), list(ilabels)
+        if self.expand:
+            res.words, res.alignment = list(olabels), list(ilabels)
+        else:
+            res.alignment, res.words = self.graph.tids_words(olabels)
         res.graph_cost, res.acoustic_cost = float(weight.value1), float(weight.value2)
         return res

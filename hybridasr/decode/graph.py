@@ -43,3 +43,21 @@ def load_graph_dir(graph_dir: str, fst_path: Optional[str] = None,
         except (ValueError, IndexError):
             raise FormatError(f"{p}: expected one integer") from None
     return DecodingGraph(fst, fst_path, words, max_input_label(fst, fst_path), num_pdfs)
+
+
+def load_model_and_graph(model_in: str, fst_in: str):
+    """(TransitionModel, FST, largest input label) for the mapped decoders: the graph must be
+    built for the model (``num_pdfs`` beside it, written by ``mkgraph.sh``, agrees)."""
+    from hybridasr.errors import ConfigError
+    from hybridasr.kaldi.transition_model import read_transition_model
+
+    tm = read_transition_model(model_in)
+    fst = read_fst(fst_in)
+    graph_pdfs = os.path.join(os.path.dirname(fst_in), "num_pdfs")
+    if os.path.isfile(graph_pdfs):
+        with open(graph_pdfs) as f:
+            n = f.read().split()
+        if n and n[0].isdigit() and int(n[0]) != tm.num_pdfs:
+            raise ConfigError(f"{fst_in} was built for a model with {n[0]} pdfs "
+                              f"({graph_pdfs}), {model_in} has {tm.num_pdfs}")
+    return tm, fst, max_input_label(fst, fst_in)

@@ -6,7 +6,8 @@ Kaldi file they read or write.
 - ``table_writer``: the one table-writer family (matrices, int32 vectors, text values);
   ``matrix_reader``, ``intvec``: reading matrix and int32-vector tables; ``matrix_lengths``:
   rows of matrices from their headers (``feat-to-len``); ``table``: text tables (maps, token
-  sequences).
+  sequences); ``random_access``: values by key over an scp (the dataset's reader), from
+  archives kept open per process by ``open_files``.
 - ``io_funcs``, ``vector_io``, ``hmm_topology``, ``transition_model``, ``gmm_model``,
   ``fst``, ``symbol_table``, ``nnet1``: Kaldi objects (``final.mdl``'s TransitionModel and
   GMMs, ``*.counts`` vectors, ``HCLG.fst``, ``words.txt``, nnet1 models).

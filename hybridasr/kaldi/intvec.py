@@ -13,8 +13,6 @@ Writing: ``encode_int_vector`` here, the archive itself by
 """
 from __future__ import annotations
 
-import mmap
-import os
 import struct
 from collections import OrderedDict
 from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
@@ -172,29 +170,31 @@ def read_int_vectors(rspecifier: str) -> Iterator[Tuple[str, np.ndarray]]:
 
 
 # ------------------------------------------------------------------ random access (scp)
-class _ArkCache:
-    """Keeps the arks an scp points into mapped in memory while it is read."""
+def read_int_vector_at(f: BinaryIO, offset: int, path: str, key: str) -> np.ndarray:
+    """The int32 vector at ``offset`` of an open archive, read with ``seek`` + ``read`` (random
+    access: nothing else of the archive is read or mapped)."""
+    f.seek(offset)
+    head = f.read(7)
+    if head[:2] == b"\0B" and len(head) == 7 and head[2] == 4:
+        (n,) = struct.unpack_from("<i", head, 3)
+        buf = head + f.read(5 * max(n, 0))
+    elif head[:2] == b"\0B":
+        buf = head  # _decode_at names what is wrong
+    else:
+        f.seek(offset)
+        buf = f.readline()
+    return decode_int_vector_at(buf, 0, path, key)
 
-    def __init__(self):
-        self._maps: Dict[str, Tuple[object, object]] = {}
 
-    def get(self, path: str):
-        if path not in self._maps:
-            try:
-                f = open(path, "rb")
-            except OSError as e:
-                raise FormatError(f"cannot open {path}: {e.strerror}") from None
-            size = os.fstat(f.fileno()).st_size
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-            self._maps[path] = (f, m)
-        return self._maps[path][1]
-
-    def close(self):
-        for f, m in self._maps.values():
-            if isinstance(m, mmap.mmap):
-                m.close()
-            f.close()
-        self._maps.clear()
+def decode_int_vector_at(buf, offset: int, path: str, key: str) -> np.ndarray:
+    """The int32 vector at ``buf[offset]`` (an archive in memory, e.g. mapped by
+    ``OpenFiles.mapping``): binary or text, a final text line without newline included."""
+    value, _ = _decode_at(buf, offset, len(buf), path, key)
+    if value is None:
+        if offset < len(buf) and buf[offset] != 0:  # a final text line without newline
+            return _parse_text_values(bytes(buf[offset:]), path, key)
+        raise FormatError(f"entry {key!r} at {path}:{offset} is cut short (truncated archive?)")
+    return value
 
 
 def _split_scp_line(line: str, scp: str, lineno: int) -> Tuple[str, str, int]:
@@ -209,23 +209,18 @@ def _split_scp_line(line: str, scp: str, lineno: int) -> Tuple[str, str, int]:
 
 
 def _iter_scp(lines: List[str], scp: str) -> Iterator[Tuple[str, np.ndarray]]:
-    cache = _ArkCache()
-    try:
+    from hybridasr.kaldi.open_files import OpenFiles
+
+    with OpenFiles() as files:
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             key, path, off = _split_scp_line(line, scp, lineno)
-            buf = cache.get(path)
-            value, _ = _decode_at(buf, off, len(buf), path, key)
-            if value is None:
-                if off < len(buf) and buf[off] != 0:  # a final text line without newline
-                    value = _parse_text_values(bytes(buf[off:]), path, key)
-                else:
-                    raise FormatError(f"{scp}:{lineno}: entry {key!r} at {path}:{off} is cut "
-                                      f"short (truncated archive?)")
+            try:
+                value = decode_int_vector_at(files.mapping(path), off, path, key)
+            except FormatError as e:
+                raise FormatError(f"{scp}:{lineno}: {e}") from None
             yield key, value
-    finally:
-        cache.close()
 
 
 def read_int_vector_scp(scp_path: str) -> "OrderedDict[str, np.ndarray]":

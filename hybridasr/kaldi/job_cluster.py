@@ -1,7 +1,8 @@
 """Kaldi's cluster job runners ``utils/slurm.pl`` and ``utils/queue.pl``: one array job per
 ``JOB=a:b``, submitted with ``sbatch``/``qsub`` and waited for; each job runs exactly as
 ``run.pl`` runs it and writes the same log (``hybridasr.kaldi.job_runner``). Options map onto
-the submit command through a Kaldi-style config (``--config``, or the runner's default).
+the submit command through a Kaldi-style config: ``--config``, else ``conf/slurm.conf`` (or
+``conf/queue.conf``) when it exists, as in Kaldi, else the runner's default.
 Standard library only, as ``job_runner``.
 """
 from __future__ import annotations
@@ -21,20 +22,24 @@ from hybridasr.kaldi.job_runner import (JobRequest, JobSpecError, ended_code, pa
 def job_script(cmd: str, log: str, cwd: str) -> str:
     """A bash script that runs one job like run.pl does and writes the same log lines."""
     q = shlex.quote
-    logq = q(log)
     return (
         "#!/usr/bin/env bash\n"
         f"cd {q(cwd)} || exit 1\n"
-        f"mkdir -p \"$(dirname {logq})\"\n"
+        f"__log={q(log)}\n"
+        'mkdir -p "$(dirname "$__log")"\n'
         f"{{ printf '# %s\\n' {q(cmd)}; echo \"# Running on $(hostname)\"; "
-        f"echo \"# Started at $(date)\"; echo '#'; }} > {logq}\n"
+        'echo "# Started at $(date)"; echo \'#\'; } > "$__log"\n'
         "__t1=$(date +%s)\n"
-        f"( {cmd} ) >> {logq} 2>&1 < /dev/null\n"
+        # scancel, a time limit or preemption send SIGTERM to every process of the job: the
+        # command dies of it, this script notes it and ends the log with the command's code
+        "trap 'echo \"# Got SIGTERM at $(date) (scancel, time limit or preemption)\" "
+        '>> "$__log"\' TERM\n'
+        f"( {cmd} ) >> \"$__log\" 2>&1 < /dev/null\n"
         "__ret=$?\n"
         "__t2=$(date +%s)\n"
-        f"echo \"# Accounting: time=$((__t2 - __t1)) threads=1\" >> {logq}\n"
-        f"echo \"# Ended (code $__ret) at $(date), elapsed time $((__t2 - __t1)) seconds\" "
-        f">> {logq}\n"
+        'echo "# Accounting: time=$((__t2 - __t1)) threads=1" >> "$__log"\n'
+        'echo "# Ended (code $__ret) at $(date), elapsed time $((__t2 - __t1)) seconds" '
+        '>> "$__log"\n'
         "[ $__ret -eq 0 ] || exit 1\n"
         "exit 0\n")
 
@@ -101,6 +106,7 @@ class Cluster:
     prog: str
     default_config: str
     task_var: str  # the environment variable holding the array task id
+    config_file: str  # read instead of default_config when it exists (Kaldi's conf/*.conf)
 
     def submit_words(self, req: JobRequest, name: str, out_pattern: str) -> List[str]:
         """Wait-for-completion, array and output options (``TASK`` in out_pattern: task id)."""
@@ -110,7 +116,7 @@ class Cluster:
 class Slurm(Cluster):
     def __init__(self):
         super().__init__(
-            prog="slurm.pl", task_var="SLURM_ARRAY_TASK_ID",
+            prog="slurm.pl", task_var="SLURM_ARRAY_TASK_ID", config_file="conf/slurm.conf",
             default_config="\n".join([
                 "command sbatch --export=ALL --ntasks-per-node=1",
                 "option time=* --time $0",
@@ -134,7 +140,7 @@ class Slurm(Cluster):
 class GridEngine(Cluster):
     def __init__(self):
         super().__init__(
-            prog="queue.pl", task_var="SGE_TASK_ID",
+            prog="queue.pl", task_var="SGE_TASK_ID", config_file="conf/queue.conf",
             default_config="\n".join([
                 "command qsub -v PATH -cwd -S /bin/bash -j y -l arch=*64*",
                 "option mem=* -l mem_free=$0,ram_free=$0",
@@ -160,6 +166,8 @@ def main_cluster(cluster: Cluster, argv: Optional[List[str]] = None) -> int:
     prog = cluster.prog
     try:
         req = parse_args(sys.argv[1:] if argv is None else argv, prog)
+        if not req.config and os.path.isfile(cluster.config_file):
+            req.config = cluster.config_file  # as Kaldi: conf/slurm.conf when it exists
         if req.config:
             conf_name = req.config
             try:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
-from typing import BinaryIO, Dict, Optional
+from typing import BinaryIO, Optional
 
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.matrix_reader import read_matrices
+from hybridasr.kaldi.open_files import OpenFiles
 from hybridasr.kaldi.specifier import parse_rspecifier
 from hybridasr.kaldi.streams import split_offset
 from hybridasr.kaldi.table import iter_map_lines, read_int_map
+
 
 def _rows_from_header(f: BinaryIO) -> Optional[int]:
     if f.read(2) != b"\0B":
@@ -39,29 +41,22 @@ def _rows_from_header(f: BinaryIO) -> Optional[int]:
 def read_scp_lengths(feats_scp: str) -> "OrderedDict[str, int]":
     """Number of rows of every matrix an scp names (headers only where possible)."""
     out: "OrderedDict[str, int]" = OrderedDict()
-    handles: Dict[str, BinaryIO] = {}
     fallback = []
-    try:
+    with OpenFiles() as files:
         for lineno, utt, rx in iter_map_lines(feats_scp):
             at = split_offset(rx)
             rows = None
             if at is not None:
                 path, offset = at
-                if path not in handles:
-                    try:
-                        handles[path] = open(path, "rb")
-                    except OSError as e:
-                        raise FormatError(f"{feats_scp}:{lineno}: cannot open {path} for "
-                                          f"{utt}: {e.strerror}") from None
-                f = handles[path]
+                try:
+                    f = files.file(path)
+                except FormatError as e:
+                    raise FormatError(f"{feats_scp}:{lineno}: {e} (for {utt})") from None
                 f.seek(offset)
                 rows = _rows_from_header(f)
             if rows is None:
                 fallback.append((lineno, utt, rx))
             out[utt] = rows if rows is not None else -1
-    finally:
-        for f in handles.values():
-            f.close()
     if fallback:
         import kaldiio
 

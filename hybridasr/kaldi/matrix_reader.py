@@ -11,13 +11,13 @@ as Kaldi's ``CharToFloat`` does) and anything else through kaldiio.
 - :func:`read_matrices`: every (key, matrix) of an rspecifier (``scp:``, ``ark:``, ``ark,t:``,
   ``ark:-``, ``ark:cmd|``), in order.
 - :func:`iter_feature_scp`: the same for an scp file given by path.
-- :func:`load_scp_lazy`: random access over an scp (kaldiio), nothing read up front.
 """
 from __future__ import annotations
 
 import os
+import re
 import struct
-from typing import Dict, Iterator, Tuple
+from typing import Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -70,35 +70,62 @@ def read_matrix_at(fd, offset: int) -> np.ndarray:
     return np.asarray(read_kaldi(fd))
 
 
-def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
-    """(utt, matrix) for each line of a feats.scp (``key ark:offset`` entries; other forms,
-    pipes or ranges, through kaldiio)."""
-    fds: Dict[str, object] = {}
-    try:
-        for lineno, key, value in iter_map_lines(scp):
-            at = split_offset(value)
-            if at is not None:
-                path, offset = at
-                fd = fds.get(path)
-                if fd is None:
-                    try:
-                        fd = fds[path] = open(path, "rb")
-                    except OSError as e:
-                        raise FormatError(f"{scp}:{lineno}: cannot open {path}: "
-                                          f"{e.strerror}") from None
-                try:
-                    mat = read_matrix_at(fd, offset)
-                except (ValueError, struct.error) as e:
-                    raise FormatError(f"{scp}:{lineno}: cannot read {key} at {value}: "
-                                      f"{e}") from None
-            else:
-                import kaldiio
+_RANGE = re.compile(r"^(.*):(\d+)\[(\d+):(\d+)(?:,(\d+):(\d+))?\]$")
 
-                mat = np.asarray(kaldiio.load_mat(value))
+
+def split_range(rxfilename: str) -> Optional[Tuple[str, int, slice, slice]]:
+    """``file.ark:123[0:9]`` / ``file.ark:123[0:9,0:12]`` (Kaldi's inclusive row and column
+    ranges) -> (file, offset, rows, cols); None for any other rxfilename."""
+    m = _RANGE.match(rxfilename.strip())
+    if not m:
+        return None
+    path, off, r0, r1, c0, c1 = m.groups()
+    rows = slice(int(r0), int(r1) + 1)
+    cols = slice(int(c0), int(c1) + 1) if c0 is not None else slice(None)
+    return path, int(off), rows, cols
+
+
+def read_ranged_at(fd, offset: int, rows: slice, cols: slice, rx: str) -> np.ndarray:
+    """The row/column range of the matrix at ``offset`` (Kaldi-exact decompression)."""
+    mat = read_matrix_at(fd, offset)
+    if rows.stop > mat.shape[0] or (cols.stop is not None and cols.stop > mat.shape[1]):
+        raise FormatError(f"{rx}: range outside the {mat.shape[0]}x{mat.shape[1]} matrix")
+    return np.ascontiguousarray(mat[rows, cols])
+
+
+def read_matrix_rx(rx: str, files) -> np.ndarray:
+    """The matrix an scp entry names: ``ark:offset`` (with or without a range) from the open
+    archives ``files`` (``OpenFiles``), anything else (a pipe, a plain file) through kaldiio."""
+    at = split_offset(rx)
+    if at is not None:
+        return read_matrix_at(files.file(at[0]), at[1])
+    ranged = split_range(rx)
+    if ranged is not None:
+        path, offset, rows, cols = ranged
+        return read_ranged_at(files.file(path), offset, rows, cols, rx)
+    import kaldiio
+
+    try:
+        return np.asarray(kaldiio.load_mat(rx))
+    except Exception as e:  # noqa: BLE001 - kaldiio raises many kinds
+        raise FormatError(f"cannot read {rx}: {e}") from None
+
+
+def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
+    """(utt, matrix) for each line of a feats.scp (``read_matrix_rx``: Kaldi-exact for
+    ``ark:offset`` entries and their row ranges, kaldiio for pipes)."""
+    from hybridasr.kaldi.open_files import OpenFiles
+
+    with OpenFiles() as files:
+        for lineno, key, value in iter_map_lines(scp):
+            try:
+                mat = read_matrix_rx(value, files)
+            except FormatError as e:
+                raise FormatError(f"{scp}:{lineno}: {key}: {e}") from None
+            except (ValueError, struct.error) as e:
+                raise FormatError(f"{scp}:{lineno}: cannot read {key} at {value}: "
+                                  f"{e}") from None
             yield key, mat
-    finally:
-        for fd in fds.values():
-            fd.close()
 
 
 def read_matrices(rspecifier: str) -> Iterator[Tuple[str, np.ndarray]]:
@@ -124,12 +151,3 @@ def read_matrices(rspecifier: str) -> Iterator[Tuple[str, np.ndarray]]:
         ok = True
     finally:
         stream.close(check=ok)
-
-
-def load_scp_lazy(path: str) -> Dict[str, object]:
-    """Random access over an scp (kaldiio), keys in file order; nothing is read up front."""
-    import kaldiio
-
-    if not os.path.exists(path):
-        raise FormatError(f"no such scp file: {path}")
-    return kaldiio.load_scp(path)

@@ -2,16 +2,17 @@
 ``torchrun``. ``DistInfo`` says who this process is; the helpers do nothing with one process."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import torch
 import torch.distributed as dist
 
-from hybridasr.errors import ConfigError, FormatError
+from hybridasr.errors import ConfigError, FormatError, HybridAsrError
 from hybridasr.models.device import resolve_device
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,35 @@ def init_distributed(device: str, parallel: str) -> DistInfo:
         log.info("rank %d of %d (local rank %d) on %s, backend %s", rank, world, local_rank,
                  dev, dist.get_backend())
     return DistInfo(rank, world, local_rank, dev, group)
+
+
+class PeerLostError(HybridAsrError):
+    """Another rank of the process group died, or its node went away."""
+
+
+# what gloo says when a peer is gone (a plain RuntimeError); NCCL raises DistBackendError
+_PEER_LOST = ("connection closed by peer", "connection reset by peer", "broken pipe",
+              "timed out", "timeout")
+
+
+@contextlib.contextmanager
+def stop_on_lost_peer(info: DistInfo) -> Iterator[None]:
+    """Turns a failed collective operation into a clear error naming this rank: a rank that
+    dies closes its connections, and the others fail at their next collective (an all-reduce
+    of DDP's backward pass, a barrier) at once; a node that vanishes without closing them is
+    noticed when the process group's timeout (``init_distributed``, 30 minutes) runs out."""
+    try:
+        yield
+    except RuntimeError as e:  # torch.distributed.DistError is a RuntimeError
+        text = str(e).strip()
+        if not info.active or not (isinstance(e, getattr(dist, "DistError", ())) or
+                                   any(w in text.lower() for w in _PEER_LOST)):
+            raise
+        first = text.splitlines()[0] if text else type(e).__name__
+        raise PeerLostError(
+            f"rank {info.rank} of {info.world_size}: lost contact with another rank ({first}); "
+            f"a process died or its node went away, so every rank stops. Run the same command "
+            f"again to resume after the last finished epoch") from e
 
 
 def shutdown(info: DistInfo) -> None:

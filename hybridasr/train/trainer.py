@@ -22,11 +22,11 @@ from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.kaldi.matrix_reader import load_scp_lazy
 from hybridasr.train import checkpoint as ckpt
 from hybridasr.train import partial
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
-                                         broadcast_parameters, init_distributed, shutdown)
+                                         broadcast_parameters, init_distributed, shutdown,
+                                         stop_on_lost_peer)
 from hybridasr.train.loop import EpochStats, run_epoch
 from hybridasr.train.metrics import plot_curves, write_metrics
 from hybridasr.train.options import TrainConfig
@@ -65,16 +65,6 @@ def target_lengths(ali_dir: str) -> Optional[str]:
     """The import's per-utterance target lengths (None in an import dir made before them)."""
     path = os.path.join(ali_dir, "target_lengths")
     return path if os.path.exists(path) else None
-
-
-def check_targets(scp: str, keys, num_pdfs: int) -> None:
-    """Every target of the used utterances is a pdf the network has."""
-    reader = load_scp_lazy(scp)
-    for k in keys:
-        t = np.asarray(reader[k])
-        if t.size and (int(t.min()) < 0 or int(t.max()) >= num_pdfs):
-            raise FormatError(f"{scp}: utterance {k} has target {int(t.max())} (min "
-                              f"{int(t.min())}) outside the network's {num_pdfs} outputs")
 
 
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, lr: float):
@@ -131,12 +121,13 @@ class Trainer:
             raise FormatError(f"{inp.ali_tr} and {inp.ali_cv} disagree on the number of pdfs")
         self.transform = FeatureTransform.from_config(self.dcfg)
         use_cmvn = self.transform.norm_means
+        # targets are checked against num_pdfs as they are read (no pass over all of them)
         self.tr = UtteranceDataset.from_data_dir(inp.data_tr, targets_scp(inp.ali_tr),
                                                  self.transform, use_cmvn,
-                                                 target_lengths(inp.ali_tr))
+                                                 target_lengths(inp.ali_tr), self.num_pdfs)
         self.cv = UtteranceDataset.from_data_dir(inp.data_cv, targets_scp(inp.ali_cv),
                                                  self.transform, use_cmvn,
-                                                 target_lengths(inp.ali_cv))
+                                                 target_lengths(inp.ali_cv), self.num_pdfs)
         for name, ds in (("training", self.tr), ("cross-validation", self.cv)):
             if len(ds) == 0:
                 raise FormatError(f"the {name} set has no utterances with targets "
@@ -145,15 +136,14 @@ class Trainer:
             raise FormatError(f"feature dims differ: {self.tr.feats_scp} has "
                               f"{self.tr.feature_dim()}, {self.cv.feats_scp} "
                               f"{self.cv.feature_dim()}")
-        check_targets(self.tr.targets_scp, self.tr.keys, self.num_pdfs)
-        check_targets(self.cv.targets_scp, self.cv.keys, self.num_pdfs)
         stats = os.path.join(self.exp, "global_stats.json")
         if self.transform.needs_fit:
+            fit = dict(max_utts=self.dcfg.global_norm_utts or None, seed=self.dcfg.seed)
             if self.info.is_main:
-                self.tr.fit_transform(stats)
+                self.tr.fit_transform(stats, **fit)
             barrier(self.info)
             if not self.info.is_main:
-                self.tr.fit_transform(stats)
+                self.tr.fit_transform(stats, **fit)
         self.input_dim = self.transform.output_dim(self.tr.feature_dim())
         self.cv_dcfg = cv_config(self.dcfg)
 
@@ -367,8 +357,9 @@ def train(inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
     torch.set_flush_denormal(True)  # denormal LSTM states slow CPUs down many times
     info = init_distributed(tcfg.device, tcfg.parallel)
     try:
-        trainer = Trainer(inputs, dcfg, mcfg, tcfg, schedule, info, restart=restart)
-        state = trainer.run()
+        with stop_on_lost_peer(info):  # a dead rank: a clear error on the others
+            trainer = Trainer(inputs, dcfg, mcfg, tcfg, schedule, info, restart=restart)
+            state = trainer.run()
     finally:
         shutdown(info)
     return state

@@ -12,7 +12,8 @@ cmd=run.pl           # e.g. "queue.pl --gpu 1" from cmd.sh
 model_config=        # e.g. conf/model/blstm.conf
 batching_config=     # e.g. conf/batching/laplace.conf
 schedule_config=     # e.g. conf/schedule/newbob.conf
-config=              # a config file of any train.py options
+train_config=        # a config file of any train.py options (train.py --config); Kaldi's own
+                     # --config <file> sets this script's variables, as in every step script
 device=cpu           # cpu|cuda|auto
 nproc=1              # processes for torchrun (one per GPU); >1 needs --parallel ddp|average
 parallel=            # ddp|average (default with nproc>1: ddp)
@@ -36,7 +37,7 @@ Usage: $0 [options] <data-train> <data-cv> <lang-dir> <ali-train> <ali-cv> <exp-
           data/train_tr90 data/train_cv10 data/lang exp/mono_ali exp/mono_ali exp/blstm
 Options:
   --cmd <run.pl|queue.pl ...>            # how to run the training job (default: $cmd)
-  --model-config, --batching-config, --schedule-config, --config <file>
+  --model-config, --batching-config, --schedule-config, --train-config <file>
   --device cpu|cuda|auto                 # (default: $device)
   --nproc <n>                            # processes/GPUs via torchrun (default: $nproc)
   --parallel ddp|average                 # multi-process scheme (default: ddp when nproc>1)
@@ -62,13 +63,26 @@ done
 
 mkdir -p "$dir/log"
 
+# Several nodes (torchrun --node-rank N in --torchrun-opts) share <exp-dir>: node 0 imports and
+# copies the files and logs to log/train.log, node N to log/train.nodeN.log.
+node_rank=$(echo " $torchrun_opts " | sed -nE 's/.* --node[-_]rank[= ]+([0-9]+) .*/\1/p')
+node_rank=${node_rank:-0}
+train_log=$dir/log/train.log
+[ "$node_rank" -gt 0 ] && train_log=$dir/log/train.node$node_rank.log
+
 # Kaldi alignment dirs are imported first (pdf-id targets, counts), once.
 import_if_needed() {  # <ali-dir> <data-dir> <name> -> prints the imported dir
-  local ali=$1 data=$2 name=$3
+  local ali=$1 data=$2 name=$3 waited=0
   if [ -f "$ali/targets.scp" ] && [ -f "$ali/num_pdfs" ]; then
     echo "$ali"
   elif [ -f "$ali/final.mdl" ] && ls "$ali"/ali.*.gz >/dev/null 2>&1; then
-    if [ ! -f "$dir/$name/targets.scp" ]; then
+    if [ "$node_rank" -gt 0 ]; then  # node 0 imports; wait for it
+      until [ -f "$dir/$name/targets.scp" ] && [ -f "$dir/$name/num_pdfs" ]; do
+        [ $waited -ge 600 ] && echo "$0: node $node_rank: node 0 did not import $ali into" \
+          "$dir/$name in 10 minutes" >&2 && return 1
+        sleep 5; waited=$((waited + 5))
+      done
+    elif [ ! -f "$dir/$name/targets.scp" ]; then
       "$steps/import_ali.sh" "$ali" "$data" "$dir/$name" >&2
     fi
     echo "$dir/$name"
@@ -85,13 +99,15 @@ for f in "$ali_tr/final.mdl" "$ali_tr/pdf_counts"; do
   [ ! -f "$f" ] && echo "$0: no such file $f" >&2 && exit 1
 done
 # what decoding needs, beside the network (nnet1's names)
-cp "$ali_tr/final.mdl" "$dir/final.mdl"
-cp "$ali_tr/pdf_counts" "$dir/ali_train_pdf.counts"
-[ -f "$ali_tr/tree" ] && cp "$ali_tr/tree" "$dir/tree"
-[ -f "$ali_tr/phones.txt" ] && cp "$ali_tr/phones.txt" "$dir/phones.txt"
+if [ "$node_rank" -eq 0 ]; then
+  cp "$ali_tr/final.mdl" "$dir/final.mdl"
+  cp "$ali_tr/pdf_counts" "$dir/ali_train_pdf.counts"
+  [ -f "$ali_tr/tree" ] && cp "$ali_tr/tree" "$dir/tree"
+  [ -f "$ali_tr/phones.txt" ] && cp "$ali_tr/phones.txt" "$dir/phones.txt"
+fi
 
 opts=()
-[ -n "$config" ] && opts+=(--config="$config")
+[ -n "$train_config" ] && opts+=(--config="$train_config")
 [ -n "$model_config" ] && opts+=(--model-config="$model_config")
 [ -n "$batching_config" ] && opts+=(--batching-config="$batching_config")
 [ -n "$schedule_config" ] && opts+=(--schedule-config="$schedule_config")
@@ -109,10 +125,10 @@ fi
 
 echo "$0: training $dir on $data_tr (cv: $data_cv), targets from $ali_tr"
 # shellcheck disable=SC2086
-$cmd "$dir/log/train.log" \
+$cmd "$train_log" \
   "${launcher[@]}" "${opts[@]}" $train_opts "$data_tr" "$data_cv" "$ali_tr" "$ali_cv" "$dir" \
-  || { echo "$0: training failed, see $dir/log/train.log:" >&2;
-       grep -E "ERROR|Error" "$dir/log/train.log" | tail -n 3 >&2 || true; exit 1; }
+  || { echo "$0: training failed, see $train_log:" >&2;
+       grep -E "ERROR|Error" "$train_log" | tail -n 3 >&2 || true; exit 1; }
 
 [ -e "$dir/final.nnet" ] || { echo "$0: no $dir/final.nnet after training; see $dir/log/train.log" >&2; exit 1; }
 echo "$0: done training $dir: final.nnet -> $(readlink "$dir/final.nnet"); metrics in $dir/metrics.jsonl, curves in $dir/curves.png"

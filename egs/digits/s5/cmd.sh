@@ -4,7 +4,9 @@ export train_cmd="run.pl"
 export decode_cmd="run.pl"
 export cuda_cmd="run.pl"
 
-# Slurm:
+# Slurm (options become sbatch options through conf/slurm.conf when it exists, Kaldi's format,
+# else the default: --mem M -> --mem-per-cpu M, --num-threads N -> --cpus-per-task N,
+# --gpu N -> -p gpu --gres=gpu:N, --gpu 0 -> none; README.md "Clusters"):
 # export train_cmd="slurm.pl --mem 4G"
 # export decode_cmd="slurm.pl --mem 4G"
 # export cuda_cmd="slurm.pl --gpu 1"

@@ -7,7 +7,9 @@
 #   1  features (MFCC or fbank) and CMVN stats (or reuse the Kaldi dir's: --use-kaldi-feats true)
 #   2  import the GMM alignments; train/cv split by speaker (by utterance when too few speakers)
 #   3  train the network
-#   4  decode data/test (Kaldi's latgen-faster-mapped when on PATH, else the embedded decoder), score
+#   4  decode data/test (Kaldi's latgen-faster-mapped when on PATH, else the embedded decoder), score;
+#      then --realign-iters rounds: align data/train with the current network
+#      (exp/<name>_ali<k>), import it, retrain (exp/<name>_re<k>), decode and score
 #   5  summary: best WER next to the GMM system's, training speed, curves and logs
 set -euo pipefail
 
@@ -35,6 +37,7 @@ train_opts=          # more options for pybin/train.py, e.g. "--amp=bf16 --max-i
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint host:29400"
 decode_opts=         # more options for steps/nnet/decode.sh
 exp_name=blstm
+realign_iters=0      # align-and-retrain rounds after the first model (stage 4)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -52,7 +55,9 @@ Options (default):
   --device cpu|cuda|auto, --nproc N # training and decoding device, training processes ($device, $nproc)
   --parallel ddp|average       # multi-process scheme with --nproc > 1 (ddp)
   --train-opts, --torchrun-opts, --decode-opts  # passed through
-  --nj N                       # parallel jobs for features and decoding ($nj)"
+  --nj N                       # parallel jobs for features, alignment and decoding ($nj)
+  --realign-iters N            # rounds of: align data/train with the network into exp/<name>_ali<k>,
+                               # retrain on it into exp/<name>_re<k>, decode+score ($realign_iters)"
 
 echo "$0 $@"
 cd "$(dirname "$0")"
@@ -81,6 +86,42 @@ dir=exp/$exp_name
 banner() { echo; echo "===== stage $1: $2 ($(date '+%F %T')) ====="; }
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 start_time=$(date +%s)
+
+# decode_and_score <exp-dir>: decodes data/test with <exp-dir>/final.nnet unless already scored
+decode_and_score() {
+  local d=$1 newest_wer spk decode_nj
+  newest_wer=$(ls -t $d/decode_test/wer_* 2>/dev/null | head -n 1 || true)
+  if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $d/final.nnet ]; then
+    echo "$d/decode_test is already scored: skipping"
+    return 0
+  fi
+  # decoding is split by speaker (as Kaldi's): at most one job per test speaker
+  spk=$(wc -l < data/test/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
+  if [ $decode_nj -lt $nj ]; then
+    echo "$0: data/test has $spk speaker(s): decoding with --nj $decode_nj"
+  fi
+  steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
+    "$kaldi_dir/$graph" data/test $d/decode_test
+}
+
+# train_on <ali-targets-dir> <exp-dir>: stage 3's training on other targets
+train_on() {
+  local ali_dir=$1 d=$2 restart=false
+  if [ -e $d/final.nnet ]; then
+    echo "$d/final.nnet exists: skipping (delete it to train again)"
+    return 0
+  fi
+  if [ -f $d/train_state.json ] && [ "$(json_get.py $d/train_state.json done)" == true ]; then
+    echo "$d/final.nnet was deleted after a finished training: training again from scratch"
+    restart=true
+  fi
+  steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
+    --restart $restart \
+    --model-config $model_config --batching-config $batching_config \
+    --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
+    ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
+    $ali_dir $ali_dir $d
+}
 
 if run_stage 0; then
   banner 0 "check the Kaldi dir $kaldi_dir and copy its data dirs"
@@ -141,41 +182,43 @@ fi
 
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
-  if [ -e $dir/final.nnet ]; then
-    echo "$dir/final.nnet exists: skipping (delete it to train again)"
-  else
-    restart=false  # resume an unfinished training
-    if [ -f $dir/train_state.json ] && [ "$(json_get.py $dir/train_state.json done)" == true ]; then
-      echo "$dir/final.nnet was deleted after a finished training: training again from scratch"
-      restart=true
-    fi
-    steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
-      --restart $restart \
-      --model-config $model_config --batching-config $batching_config \
-      --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
-      ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
-      exp/ali_train exp/ali_train $dir
-  fi
+  train_on exp/ali_train $dir
 fi
 
 if run_stage 4; then
   banner 4 "decode data/test with $kaldi_dir/$graph and score"
-  newest_wer=$(ls -t $dir/decode_test/wer_* 2>/dev/null | head -n 1 || true)
-  if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $dir/final.nnet ]; then
-    echo "$dir/decode_test is already scored: skipping"
-  else
-    # decoding is split by speaker (as Kaldi's): at most one job per test speaker
-    spk=$(wc -l < data/test/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
-    if [ $decode_nj -lt $nj ]; then
-      echo "$0: data/test has $spk speaker(s): decoding with --nj $decode_nj"
+  decode_and_score $dir
+  src=$dir
+  for k in $(seq 1 $realign_iters); do
+    banner 4 "realignment round $k of $realign_iters: align with $src, retrain into ${dir}_re$k"
+    if [ -s ${dir}_ali$k/num_jobs ] && [ ${dir}_ali$k/num_jobs -nt $src/final.nnet ]; then
+      echo "${dir}_ali$k is already aligned with $src: skipping"
+    else
+      steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device \
+        data/train "$kaldi_dir/$lang" $src ${dir}_ali$k
     fi
-    steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
-      "$kaldi_dir/$graph" data/test $dir/decode_test
-  fi
+    compare_alignments.py --data-dir data/train "$kaldi_dir/$ali" ${dir}_ali$k \
+      ${dir}_ali$k/compare_gmm.json
+    if [ -s ${dir}_ali${k}_targets/targets.scp ] && \
+       [ ${dir}_ali${k}_targets/targets.scp -nt ${dir}_ali$k/num_jobs ]; then
+      echo "${dir}_ali${k}_targets is already imported: skipping"
+    else
+      steps/import_ali.sh ${dir}_ali$k data/train ${dir}_ali${k}_targets
+    fi
+    train_on ${dir}_ali${k}_targets ${dir}_re$k
+    decode_and_score ${dir}_re$k
+    src=${dir}_re$k
+  done
 fi
 
 if run_stage 5; then
   banner 5 "summary"
   recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" $dir $dir/decode_test | tee $dir/summary.txt
+  for k in $(seq 1 $realign_iters); do
+    echo "realignment round $k: ${dir}_ali$k against the GMM's: $(json_get.py ${dir}_ali$k/compare_gmm.json \
+      phone_agreement | tr -d '\n')% of frames on the same phone"
+    recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" ${dir}_re$k ${dir}_re$k/decode_test \
+      | tee ${dir}_re$k/summary.txt
+  done
 fi
 echo "$0: done in $(( $(date +%s) - start_time )) s"

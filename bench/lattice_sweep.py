@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""LM-weight sweep from lattices against the re-decoding sweep, in the same run.
+
+Re-decoding (what steps/score.sh did without Kaldi): one 1-best decode per LM weight
+(``decode_faster_mapped``'s decoder at acoustic scale 1/LMWT), timed with the
+[T, num_transition_ids] expansion (the former decoder) and without it. Lattices: one
+``latgen_faster_mapped`` decode at ``--acwt``, then the best path of every
+(LM weight, insertion penalty) lattice. Prints one JSON object per line: each route's seconds,
+best WER, and the ratio of the lattice route's seconds to the re-decoding sweep's.
+
+e.g.: bench/lattice_sweep.py --model /work/runs/polish1/exp/cpu16/final.mdl \\
+        --graph ../shared/data/kaldi_polish/exp/tri1/graph \\
+        --loglikes ark:/work/runs/polish1/exp/cpu16/decode_test/loglikes.1.ark \\
+        --text ../shared/data/kaldi_polish/data/test/text
+"""
+import argparse
+import json
+import resource
+import time
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main(argv=None):
+    from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+    from hybridasr.decode.graph import load_graph_dir
+    from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
+    from hybridasr.decode.wer import compute_wer
+    from hybridasr.kaldi.lattice_best_path import best_paths
+    from hybridasr.kaldi.matrix_reader import read_matrices
+    from hybridasr.kaldi.table import read_text_archive
+    from hybridasr.kaldi.transition_model import read_transition_model
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True)
+    p.add_argument("--graph", required=True, help="graph dir (HCLG.fst, words.txt)")
+    p.add_argument("--loglikes", required=True, help="rspecifier of per-pdf log-likelihoods")
+    p.add_argument("--text", required=True, help="reference transcripts")
+    p.add_argument("--min-lmwt", type=int, default=7)
+    p.add_argument("--max-lmwt", type=int, default=17)
+    p.add_argument("--penalties", default="0.0,0.5,1.0")
+    p.add_argument("--beam", type=float, default=13.0, help="re-decoding beam")
+    p.add_argument("--max-active", type=int, default=7000)
+    p.add_argument("--lattice-decode-beam", type=float, default=10.0)
+    p.add_argument("--lattice-beam", type=float, default=8.0)
+    p.add_argument("--acwt", type=float, default=0.1)
+    p.add_argument("--skip-expanded", action="store_true",
+                   help="do not time the re-decoding sweep with the expansion")
+    a = p.parse_args(argv)
+
+    tm = read_transition_model(a.model)
+    graph = load_graph_dir(a.graph)
+    lls = dict(read_matrices(a.loglikes))
+    refs = {k: [w for w in v if w not in ("<NOISE>", "<SPOKEN_NOISE>")]
+            for k, v in read_text_archive(a.text).items() if k in lls}
+    words = graph.words
+    lmwts = list(range(a.min_lmwt, a.max_lmwt + 1))
+    pens = [float(x) for x in a.penalties.split(",")]
+    frames = sum(m.shape[0] for m in lls.values())
+
+    def wer_of(hyps):
+        return compute_wer(refs, {k: [words[w] for w in v if words[w] != "<UNK>"]
+                                  for k, v in hyps.items()}).wer
+
+    def redecode(expand):
+        t0 = time.perf_counter()
+        dec = MappedDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs,
+                            DecodeOptions(beam=a.beam, max_active=a.max_active, min_active=200),
+                            graph.max_ilabel, fst_path=graph.path, expand=expand)
+        wers = {}
+        for lmwt in lmwts:
+            wers[lmwt] = wer_of({k: dec.decode(m, 1.0 / lmwt, k).words for k, m in lls.items()})
+        secs = time.perf_counter() - t0
+        best = min(wers, key=wers.get)
+        return {"route": "redecode" + ("_expanded" if expand else "_pdf"), "seconds": secs,
+                "decodes": len(lmwts), "best_wer": wers[best], "best_lmwt": best,
+                "wer_by_lmwt": wers, "beam": a.beam, "max_active": a.max_active}
+
+    rows = []
+    if not a.skip_expanded:
+        rows.append(redecode(True))
+    rows.append(redecode(False))
+
+    t0 = time.perf_counter()
+    ld = LatticeDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs,
+                        LatgenOptions(beam=a.lattice_decode_beam, lattice_beam=a.lattice_beam),
+                        graph.max_ilabel, fst_path=graph.path)
+    lats = {k: ld.decode(m, a.acwt, k).lattice for k, m in lls.items()}
+    t_decode = time.perf_counter() - t0
+    combos = [(lmwt, wip) for lmwt in lmwts for wip in pens]
+    paths = {k: best_paths(lat, [1.0] * len(combos), [1.0 / c[0] for c in combos],
+                           [c[1] for c in combos]) for k, lat in lats.items()}
+    wers = {}
+    for i, c in enumerate(combos):
+        wers[c] = wer_of({k: (paths[k][i].words if paths[k][i] else []) for k in lats})
+    secs = time.perf_counter() - t0
+    best = min(wers, key=wers.get)
+    arcs = sum(lat.num_arcs for lat in lats.values())
+    lat_row = {"route": "lattice", "seconds": secs, "decode_seconds": t_decode,
+               "sweep_seconds": secs - t_decode, "best_wer": wers[best], "best_lmwt": best[0],
+               "best_penalty": best[1], "wer_by_lmwt_at_penalty_0": {
+                   c[0]: w for c, w in wers.items() if c[1] == 0.0},
+               "lattice_density_arcs_per_frame": arcs / frames,
+               "decode_beam": a.lattice_decode_beam, "lattice_beam": a.lattice_beam}
+    rows.append(lat_row)
+    for r in rows[:-1]:
+        r["lattice_seconds_over_this"] = secs / r["seconds"]
+        r["lattice_best_wer_minus_this"] = lat_row["best_wer"] - r["best_wer"]
+    for r in rows:
+        r.update(utts=len(lls), frames=frames, peak_rss_mb=round(peak_rss_mb()))
+        print(json.dumps({k: (v if not isinstance(v, dict) else {str(x): y for x, y in v.items()})
+                          for k, v in r.items()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""One alignment job: training graphs compiled on the fly and Viterbi alignment of each
+utterance's log-likelihoods, as Kaldi's ``compile-train-graphs | align-compiled-mapped``.
+
+Utterances without a transcript, or whose alignment fails with both beams, are counted, named
+in the report and skipped, never fatal; transcript words missing from ``words.txt`` are mapped
+to ``oov.int`` and counted.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List
+
+from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
+from hybridasr.align.viterbi import AlignOptions, align_utterance
+from hybridasr.kaldi.matrix_reader import read_matrices
+from hybridasr.kaldi.table import read_text_rspecifier
+from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.transition_model import read_transition_model
+from hybridasr.kaldi.tree import read_tree
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AlignReport:
+    utterances: int = 0
+    aligned: int = 0
+    frames: int = 0
+    retried: int = 0
+    failed: List[str] = field(default_factory=list)
+    no_transcript: List[str] = field(default_factory=list)
+    oov_words: int = 0
+    utterances_with_oov: int = 0
+    total_cost: float = 0.0
+    graph_seconds: float = 0.0
+    align_seconds: float = 0.0
+
+    def to_dict(self) -> Dict:
+        d = asdict(self)
+        d["num_failed"], d["num_no_transcript"] = len(self.failed), len(self.no_transcript)
+        d["cost_per_frame"] = round(self.total_cost / self.frames, 4) if self.frames else None
+        d["total_cost"] = round(self.total_cost, 3)
+        d["graph_seconds"] = round(self.graph_seconds, 3)
+        d["align_seconds"] = round(self.align_seconds, 3)
+        return d
+
+
+def align_mapped(tree_path: str, model_path: str, lang_dir: str, loglikes_rspecifier: str,
+                 text_rspecifier: str, ali_wspecifier: str,
+                 graph_opts: GraphOptions = GraphOptions(),
+                 align_opts: AlignOptions = AlignOptions()) -> AlignReport:
+    tm = read_transition_model(model_path)
+    tree = read_tree(tree_path)
+    lexicon = Lexicon(lang_dir)
+    compiler = TrainingGraphCompiler(tm, tree, lexicon, graph_opts)
+    text = read_text_rspecifier(text_rspecifier)
+    rep = AlignReport()
+    with IntVectorWriter(ali_wspecifier) as writer:
+        for utt, loglikes in read_matrices(loglikes_rspecifier):
+            rep.utterances += 1
+            words = text.get(utt)
+            if words is None:
+                log.warning("utterance %s: no transcript in %s: skipped", utt, text_rspecifier)
+                rep.no_transcript.append(utt)
+                continue
+            t0 = time.perf_counter()
+            ids, n_oov = lexicon.word_ids(words, utt)
+            rep.oov_words += n_oov
+            rep.utterances_with_oov += n_oov > 0
+            graph, local2tid = compiler.compile(ids, utt, compact=True)
+            t1 = time.perf_counter()
+            res = align_utterance(graph, tm, loglikes, align_opts, utt, local2tid)
+            rep.graph_seconds += t1 - t0
+            rep.align_seconds += time.perf_counter() - t1
+            rep.retried += res.retried
+            if not res.ok:
+                log.warning("utterance %s: alignment failed with beam %g and retry-beam %g "
+                            "(%d frames): skipped", utt, align_opts.beam, align_opts.retry_beam,
+                            len(loglikes))
+                rep.failed.append(utt)
+                continue
+            writer.write(utt, res.alignment)
+            rep.aligned += 1
+            rep.frames += len(res.alignment)
+            rep.total_cost += res.cost
+    log.info("aligned %d of %d utterances (%d frames; %d retried, %d failed, %d without "
+             "transcript); %d words mapped to the OOV word in %d utterances",
+             rep.aligned, rep.utterances, rep.frames, rep.retried, len(rep.failed),
+             len(rep.no_transcript), rep.oov_words, rep.utterances_with_oov)
+    return rep

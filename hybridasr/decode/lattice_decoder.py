@@ -1,0 +1,132 @@
+"""Lattice generation as Kaldi's ``latgen-faster-mapped``: kaldi-decoder's
+``LatticeSimpleDecoder`` on the pdf-relabelled graph (``hybridasr.kaldi.fst.relabel_by_pdf``:
+the [T, num_pdfs] scaled log-likelihoods are the decodable, nothing is expanded to
+transition-ids), its raw state-level lattice mapped back to transition-ids and words, pruned
+and word-determinized (``hybridasr.decode.determinize``) as ``--determinize-lattice=true``,
+acoustic costs unscaled (what Kaldi writes).
+
+kaldi-decoder ships only the *simple* lattice decoder: beam pruning, no ``--max-active``
+(accepted for Kaldi's interface, not applied), so on large graphs it is slower than Kaldi's
+``LatticeFasterDecoder``; on the same beam its lattices hold the same paths.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from hybridasr.decode.decoder import MappedDecoder, pdf_graph
+from hybridasr.decode.determinize import determinize_lattice_pruned
+from hybridasr.errors import FormatError
+from hybridasr.kaldi.lattice import INF, Arc, CompactLattice, read_binary_fst
+from hybridasr.options import option
+
+INT32_MAX = 2147483647
+
+
+@dataclass
+class LatgenOptions:
+    """latgen-faster-mapped's options (Kaldi's LatticeFasterDecoderConfig), Kaldi's defaults."""
+    beam: float = option(16.0, "decoding beam")
+    lattice_beam: float = option(10.0, "lattice generation beam")
+    max_active: int = option(INT32_MAX, "maximum number of active states (accepted for "
+                                        "Kaldi's interface; the embedded LatticeSimpleDecoder "
+                                        "prunes by beam only)")
+    min_active: int = option(200, "minimum number of active states (accepted, not applied)")
+    max_mem: int = option(50000000, "maximum memory of lattice determinization, bytes "
+                                    "(about 200 bytes a determinized state)")
+    prune_interval: int = option(25, "interval (frames) at which to prune tokens")
+    beam_delta: float = option(0.5, "beam increment (accepted, not applied)")
+    hash_ratio: float = option(2.0, "decoder hash setting (accepted, not applied)")
+    determinize_lattice: bool = option(True, "determinize the lattice before writing it (a "
+                                             "CompactLattice); false writes the state-level "
+                                             "lattice, pruned")
+
+
+@dataclass
+class LatticeResult:
+    lattice: CompactLattice = field(default_factory=CompactLattice)  # acoustic unscaled
+    num_frames: int = 0
+    reached_final: bool = False
+    ok: bool = False
+    raw_arcs: int = 0
+
+
+class LatticeDecoder:
+    """Per-pdf log-likelihood matrices -> CompactLattices on a graph over transition-ids."""
+
+    def __init__(self, fst, tid2pdf: np.ndarray, num_pdfs: Optional[int] = None,
+                 options: LatgenOptions = LatgenOptions(), max_ilabel: Optional[int] = None,
+                 fst_path: Optional[str] = None):
+        import kaldi_decoder
+
+        self._checker = MappedDecoder.__new__(MappedDecoder)  # reuse its input checks
+        self._checker.tid2pdf = np.asarray(tid2pdf, dtype=np.int64)
+        top = int(self._checker.tid2pdf[1:].max()) + 1 if len(tid2pdf) > 1 else 0
+        self._checker.num_pdfs = top if num_pdfs is None else int(num_pdfs)
+        num_tids = len(tid2pdf) - 1
+        if max_ilabel is not None and max_ilabel > num_tids:
+            raise FormatError(f"the graph has input label {max_ilabel} but the transition model "
+                              f"has only {num_tids} transition-ids: the graph was built for a "
+                              f"different model")
+        self.options = options
+        self.graph = pdf_graph(fst, self._checker.tid2pdf, fst_path)
+        config = kaldi_decoder.LatticeSimpleDecoderConfig(
+            beam=options.beam, lattice_beam=options.lattice_beam,
+            prune_interval=options.prune_interval)
+        self._decoder = kaldi_decoder.LatticeSimpleDecoder(self.graph.fst, config)
+        self._decodable = kaldi_decoder.DecodableCtc
+        self._tmp = tempfile.mkdtemp(prefix="hybridasr-latgen-")
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __del__(self):
+        self.close()
+
+    def _state_level(self, raw) -> CompactLattice:
+        """kaldi-decoder's raw lattice (pdf+1 : pair id) as transition-id/word arcs."""
+        path = os.path.join(self._tmp, "raw.fst")
+        if not raw.write(path):
+            raise FormatError(f"could not write the raw lattice to {path}")
+        with open(path, "rb") as f:
+            lat = read_binary_fst(f, path, "raw")
+        ptid, pword = self.graph.pair_tid, self.graph.pair_word
+        for arcs in lat.arcs:
+            for i, a in enumerate(arcs):
+                tid = int(ptid[a.word])
+                arcs[i] = Arc(int(pword[a.word]), a.graph, a.acoustic, (tid,) if tid else (),
+                              a.next)
+        return lat
+
+    def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
+               utt: str = "") -> LatticeResult:
+        loglikes = self._checker.check(loglikes, utt)
+        res = LatticeResult(num_frames=int(loglikes.shape[0]))
+        if res.num_frames == 0:
+            return res
+        matrix = np.ascontiguousarray(np.asarray(loglikes, dtype=np.float32) *
+                                      np.float32(acoustic_scale))
+        self._decoder.decode(self._decodable(matrix))
+        res.reached_final = self._decoder.final_relative_cost() < INF
+        ok, raw = self._decoder.get_raw_lattice(True)
+        if not ok or raw.num_states == 0:
+            return res
+        lat = self._state_level(raw)
+        res.raw_arcs = lat.num_arcs
+        max_states = max(1000, self.options.max_mem // 200)
+        if self.options.determinize_lattice:
+            lat = determinize_lattice_pruned(lat, self.options.lattice_beam, max_states)
+        else:
+            from hybridasr.decode.determinize import prune_lattice
+            lat = prune_lattice(lat, self.options.lattice_beam)
+        if lat.start < 0:
+            return res
+        res.lattice = lat.scaled(acoustic_scale=1.0 / acoustic_scale)
+        res.ok = True
+        return res

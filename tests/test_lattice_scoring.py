@@ -1,0 +1,99 @@
+"""steps/score.sh on lattices without Kaldi binaries: Kaldi's own lat.1.gz of kaldi_digits and
+kaldi_polish swept in one pass (lattice_best_path_sweep.py) reproduce Kaldi's scoring/*.tra and
+wer_* files, and write decode_summary.json (density, oracle WER); --lattices true makes
+lat.1.gz from log-likelihoods once (latgen_faster_mapped.py) and sweeps penalties too."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from hybridasr.decode.lattice_table import oracle_errors
+from hybridasr.kaldi.lattice import read_lattices
+from hybridasr.kaldi.lattice_best_path import best_path
+from hybridasr.kaldi.symbol_table import read_symbol_table
+from hybridasr.kaldi.table import read_text_archive
+from hybridasr.kaldi.table_writer import ArkScpWriter
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from test_decode_pdf_graph import gmm_loglikes  # noqa: E402
+
+
+def _score(repo_dir, env, cwd, *args):
+    return subprocess.run([str(repo_dir / "steps/score.sh"), *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("which", ["kaldi_digits/exp/mono", "kaldi_polish/exp/tri1"])
+def test_score_sh_on_kaldi_lattices(which, shared_dir, repo_dir, env_with_path, tmp_path):
+    src = shared_dir / "data" / which
+    kaldi_dir = src.parent.parent
+    dec = tmp_path / "decode"
+    dec.mkdir()
+    shutil.copy(src / "decode/lat.1.gz", dec / "lat.1.gz")
+    p = _score(repo_dir, env_with_path, tmp_path, "--min-lmwt", 7, "--max-lmwt", 17,
+               kaldi_dir / "data/test", src / "graph", dec)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for lmwt in range(7, 18):
+        assert (dec / f"scoring/{lmwt}.tra").read_text() == \
+            (src / f"decode/scoring/{lmwt}.tra").read_text(), lmwt
+        assert (dec / f"wer_{lmwt}").read_text().splitlines()[1:] == \
+            (src / f"decode/wer_{lmwt}").read_text().splitlines()[1:], lmwt
+    summary = json.loads((dec / "decode_summary.json").read_text())
+    assert summary["num_lattices"] == len(read_text_archive(str(kaldi_dir / "data/test/text")))
+    assert summary["lattice_density_arcs_per_frame"] > 0
+    best = min(float((dec / f"wer_{w}").read_text().split("%WER ")[1].split()[0])
+               for w in range(7, 18))
+    assert 0 <= summary["oracle_wer"] <= best
+    if "polish" in which:
+        assert summary["oracle_wer"] < best  # the lattices hold better paths than the 1-best
+
+
+def test_oracle_errors_against_best_path(kaldi_polish):
+    words = read_symbol_table(str(kaldi_polish / "exp/tri1/graph/words.txt"))
+    ids = {w: i for i, w in words.items()}
+    refs = read_text_archive(str(kaldi_polish / "exp/tri1/decode/scoring/test_filt.txt"))
+    import kaldialign
+    for key, lat in read_lattices(f"ark:gunzip -c {kaldi_polish}/exp/tri1/decode/lat.1.gz|"):
+        ref = [ids.get(w, -1) for w in refs[key]]
+        hyp = best_path(lat, lm_scale=12).words
+        errs = kaldialign.edit_distance(ref, hyp)["total"]
+        oracle = oracle_errors(lat, ref)
+        assert 0 <= oracle <= errs
+    assert oracle_errors(lat, [-1]) >= 1
+
+
+def test_score_sh_makes_lattices_once(kaldi_digits, repo_dir, env_with_path, tmp_path):
+    tm, lls = gmm_loglikes(kaldi_digits, "exp/mono_ali/final.mdl", 12)
+    exp = tmp_path / "exp/gmm"
+    dec = exp / "decode"
+    dec.mkdir(parents=True)
+    shutil.copy(kaldi_digits / "exp/mono_ali/final.mdl", exp / "final.mdl")
+    keys = sorted(lls)
+    for job, part in ((1, keys[:6]), (2, keys[6:])):
+        with ArkScpWriter(str(dec / f"loglikes.{job}.ark"), str(dec / f"loglikes.{job}.scp")) as w:
+            for k in part:
+                w.write(k, lls[k])
+    data = tmp_path / "data"
+    data.mkdir()
+    text = read_text_archive(str(kaldi_digits / "data/test/text"))
+    (data / "text").write_text("".join(f"{k} {' '.join(text[k])}\n" for k in keys))
+    p = _score(repo_dir, env_with_path, tmp_path, "--lattices", "true", "--word-ins-penalty",
+               "0.0,0.5", "--min-lmwt", 8, "--max-lmwt", 10, data,
+               kaldi_digits / "exp/mono/graph", dec)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sorted(x.name for x in dec.glob("lat.*.gz")) == ["lat.1.gz", "lat.2.gz"]
+    lats = dict(read_lattices(f"ark:gunzip -c {dec}/lat.*.gz|"))
+    assert sorted(lats) == keys
+    for lmwt in (8, 9, 10):
+        for wip in ("0.0", "0.5"):
+            assert (dec / f"wer_{lmwt}_{wip}").read_text().splitlines()[1] == \
+                "%WER 0.00 [ 0 / 12, 0 ins, 0 del, 0 sub ]"
+            assert len(read_text_archive(str(dec / f"scoring/penalty_{wip}/{lmwt}.tra"))) == 12
+    summary = json.loads((dec / "decode_summary.json").read_text())
+    assert summary["oracle_wer"] == 0.0 and summary["num_frames"] > 0
+    # the best weight sits at an end of 8..10 (all equal: the lowest is picked): a warning
+    assert "at an end of the range 8..10" in p.stderr
