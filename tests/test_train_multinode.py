@@ -101,8 +101,10 @@ def _listing(exp: Path):
 
 
 def _children(pid: int):
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True,
-                         text=True).stdout
+    # -ww: whole command lines (ps cuts them at 80 columns when writing to a pipe, and a long
+    # checkout path pushed "pybin/train.py" past that)
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)],
+                         capture_output=True, text=True).stdout
     return [(int(x.split(None, 1)[0]), x.split(None, 1)[1]) for x in out.splitlines()]
 
 
