@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.pdf_mapping import PdfMapping
 from hybridasr.kaldi.transition_model import TransitionModel
 from hybridasr.options import option
 
@@ -44,15 +45,6 @@ class AlignResult:
         return self.alignment is not None
 
 
-def tid_matrix(tm: TransitionModel, loglikes: np.ndarray, acoustic_scale: float,
-               local2tid: Optional[np.ndarray] = None) -> np.ndarray:
-    """[T, num_tids] float32: column tid-1 = acoustic_scale * loglikes[:, pdf(tid)]; with
-    ``local2tid`` (a compact graph's labels) [T, K]: column i-1 for label i."""
-    scaled = np.asarray(loglikes, dtype=np.float32) * np.float32(acoustic_scale)
-    tids = tm.tid2pdf[1:] if local2tid is None else tm.tid2pdf[local2tid[1:]]
-    return np.ascontiguousarray(scaled[:, tids])
-
-
 def _decode(graph, matrix: np.ndarray, beam: float):
     import kaldi_decoder
     import kaldifst
@@ -77,15 +69,11 @@ def align_utterance(graph, tm: TransitionModel, loglikes: np.ndarray,
     """Best path of ``graph`` (input labels transition-ids, or with ``local2tid`` the labels
     of a compact graph, see ``TrainingGraphCompiler.compile``) through ``loglikes`` [T, pdfs].
     The alignment is in transition-ids either way."""
-    loglikes = np.asarray(loglikes)
-    if loglikes.ndim != 2 or loglikes.shape[1] != tm.num_pdfs:
-        raise FormatError(f"utterance {utt}: log-likelihoods have shape {loglikes.shape}, but "
-                          f"the transition model {tm.name} has {tm.num_pdfs} pdfs")
+    mapping = PdfMapping(tm.tid2pdf, tm.num_pdfs, name=f"the transition model {tm.name}")
+    loglikes = mapping.check(loglikes, utt)
     if loglikes.shape[0] == 0:
         return AlignResult(None)
-    if np.isnan(loglikes).any():
-        raise FormatError(f"utterance {utt}: log-likelihoods contain NaN (a diverged model?)")
-    matrix = tid_matrix(tm, loglikes, opts.acoustic_scale, local2tid)  # alive while decoding
+    matrix = mapping.by_label(loglikes, opts.acoustic_scale, local2tid)  # alive while decoding
     found = _decode(graph, matrix, opts.beam)
     retried = False
     if found is None and opts.retry_beam > 0:

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.pdf_mapping import PdfMapping
 from hybridasr.kaldi.fst import PdfGraph, relabel_by_pdf
 from hybridasr.options import option
 
@@ -84,16 +85,8 @@ class MappedDecoder:
                  fst_path: Optional[str] = None, expand: bool = False):
         import kaldi_decoder
 
-        self.tid2pdf = np.asarray(tid2pdf, dtype=np.int64)
-        top = int(self.tid2pdf[1:].max()) + 1 if len(self.tid2pdf) > 1 else 0
-        self.num_pdfs = top if num_pdfs is None else int(num_pdfs)
-        if self.num_pdfs < top:
-            raise FormatError(f"transition model maps to pdf {top - 1} but has {num_pdfs} pdfs")
-        num_tids = len(self.tid2pdf) - 1
-        if max_ilabel is not None and max_ilabel > num_tids:
-            raise FormatError(f"the graph has input label {max_ilabel} but the transition model "
-                              f"has only {num_tids} transition-ids: the graph was built for a "
-                              f"different model")
+        self.mapping = PdfMapping(tid2pdf, num_pdfs, max_ilabel)
+        self.tid2pdf, self.num_pdfs = self.mapping.tid2pdf, self.mapping.num_pdfs
         self.options = options
         self.expand = expand
         opts = kaldi_decoder.FasterDecoderOptions(
@@ -108,33 +101,19 @@ class MappedDecoder:
 
     def tid_matrix(self, loglikes: np.ndarray, acoustic_scale: float) -> np.ndarray:
         """[T, num_tids] float32: column tid-1 = acoustic_scale * loglikes[:, pdf(tid)]."""
-        return np.ascontiguousarray(
-            np.asarray(loglikes, dtype=np.float32)[:, self.tid2pdf[1:]] * np.float32(acoustic_scale))
+        return self.mapping.by_label(loglikes, acoustic_scale)
 
     def scaled_matrix(self, loglikes: np.ndarray, acoustic_scale: float) -> np.ndarray:
         """What the decodable reads: [T, num_pdfs] (or [T, num_tids] with ``expand``)."""
         if self.expand:
             return self.tid_matrix(loglikes, acoustic_scale)
-        return np.ascontiguousarray(np.asarray(loglikes, dtype=np.float32) *
-                                    np.float32(acoustic_scale))
-
-    def check(self, loglikes: np.ndarray, utt: str) -> np.ndarray:
-        loglikes = np.asarray(loglikes)
-        if loglikes.ndim == 2 and loglikes.shape[0] == 0:
-            return loglikes
-        if loglikes.ndim != 2 or loglikes.shape[1] != self.num_pdfs:
-            raise FormatError(f"utterance {utt}: log-likelihoods have shape {loglikes.shape}, "
-                              f"but the transition model has {self.num_pdfs} pdfs (is the model's "
-                              f"output dim the alignment model's number of pdfs?)")
-        if np.isnan(loglikes).any():
-            raise FormatError(f"utterance {utt}: log-likelihoods contain NaN (a diverged model?)")
-        return loglikes
+        return self.mapping.scaled(loglikes, acoustic_scale)
 
     def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
                utt: str = "") -> DecodeResult:
         import kaldifst
 
-        loglikes = self.check(loglikes, utt)
+        loglikes = self.mapping.check(loglikes, utt)
         if loglikes.shape[0] == 0:
             return DecodeResult()  # no frames: nothing can survive
         res = DecodeResult(num_frames=int(loglikes.shape[0]))

@@ -18,10 +18,11 @@ from typing import Optional
 
 import numpy as np
 
-from hybridasr.decode.decoder import MappedDecoder, pdf_graph
+from hybridasr.decode.decoder import pdf_graph
 from hybridasr.decode.determinize import determinize_lattice_pruned
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.lattice import INF, Arc, CompactLattice, read_binary_fst
+from hybridasr.kaldi.pdf_mapping import PdfMapping
 from hybridasr.options import option
 
 INT32_MAX = 2147483647
@@ -63,17 +64,9 @@ class LatticeDecoder:
                  fst_path: Optional[str] = None):
         import kaldi_decoder
 
-        self._checker = MappedDecoder.__new__(MappedDecoder)  # reuse its input checks
-        self._checker.tid2pdf = np.asarray(tid2pdf, dtype=np.int64)
-        top = int(self._checker.tid2pdf[1:].max()) + 1 if len(tid2pdf) > 1 else 0
-        self._checker.num_pdfs = top if num_pdfs is None else int(num_pdfs)
-        num_tids = len(tid2pdf) - 1
-        if max_ilabel is not None and max_ilabel > num_tids:
-            raise FormatError(f"the graph has input label {max_ilabel} but the transition model "
-                              f"has only {num_tids} transition-ids: the graph was built for a "
-                              f"different model")
+        self.mapping = PdfMapping(tid2pdf, num_pdfs, max_ilabel)
         self.options = options
-        self.graph = pdf_graph(fst, self._checker.tid2pdf, fst_path)
+        self.graph = pdf_graph(fst, self.mapping.tid2pdf, fst_path)
         config = kaldi_decoder.LatticeSimpleDecoderConfig(
             beam=options.beam, lattice_beam=options.lattice_beam,
             prune_interval=options.prune_interval)
@@ -106,12 +99,11 @@ class LatticeDecoder:
 
     def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
                utt: str = "") -> LatticeResult:
-        loglikes = self._checker.check(loglikes, utt)
+        loglikes = self.mapping.check(loglikes, utt)
         res = LatticeResult(num_frames=int(loglikes.shape[0]))
         if res.num_frames == 0:
             return res
-        matrix = np.ascontiguousarray(np.asarray(loglikes, dtype=np.float32) *
-                                      np.float32(acoustic_scale))
+        matrix = self.mapping.scaled(loglikes, acoustic_scale)
         self._decoder.decode(self._decodable(matrix))
         res.reached_final = self._decoder.final_relative_cost() < INF
         ok, raw = self._decoder.get_raw_lattice(True)

@@ -217,3 +217,19 @@ def _fmt_float(v: float) -> str:
     if not np.isfinite(v):
         return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
     return str(np.float32(v))
+
+
+def read_kaldi_object(rxfilename: str, read, what: str):
+    """``read(KaldiObjectReader)`` on an rxfilename (a file, ``-`` or ``cmd |``): the object at
+    its head (``TransitionModel.read``, ``ContextDependency.read``); nothing past it is read, so
+    a pipe's command may die of SIGPIPE (not an error). ``what`` names it in errors."""
+    from hybridasr.kaldi.streams import InputStream
+
+    try:
+        stream = InputStream(rxfilename)
+    except FormatError as e:
+        raise FormatError(f"cannot read {what}: {e}") from None
+    try:
+        return read(KaldiObjectReader(stream.f, rxfilename))
+    finally:
+        stream.close(check=False)

@@ -25,8 +25,7 @@ import numpy as np
 
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.hmm_topology import NO_PDF, HmmTopology
-from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter
-from hybridasr.kaldi.streams import InputStream
+from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter, read_kaldi_object
 from hybridasr.utils.atomic import atomic_path
 
 __all__ = ["TransitionModel", "read_transition_model", "write_transition_model"]
@@ -261,15 +260,7 @@ def read_transition_model(path: str) -> TransitionModel:
     ``</TransitionModel>``.
     """
     _check_not_a_flattened_symlink(path)
-    try:
-        stream = InputStream(path)
-    except FormatError as e:
-        raise FormatError(f"cannot read model: {e}") from None
-    try:
-        return TransitionModel.read(KaldiObjectReader(stream.f, path))
-    finally:
-        stream.close(check=False)  # what follows the TransitionModel is not read: a pipe
-        # command may die of SIGPIPE
+    return read_kaldi_object(path, TransitionModel.read, "model")
 
 
 def _check_not_a_flattened_symlink(path: str) -> None:

@@ -20,8 +20,7 @@ import struct
 from typing import Dict, Optional, Sequence, Tuple, Union
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io_funcs import KaldiObjectReader
-from hybridasr.kaldi.streams import InputStream
+from hybridasr.kaldi.io_funcs import KaldiObjectReader, read_kaldi_object
 
 __all__ = ["ContextDependency", "read_tree", "PDF_CLASS_KEY"]
 
@@ -155,11 +154,4 @@ def _max_answer(root: Node) -> int:
 
 def read_tree(path: Union[str, "object"]) -> ContextDependency:
     """Reads a Kaldi ``tree`` file (binary or text; ``-`` or ``cmd |`` too)."""
-    try:
-        stream = InputStream(path)
-    except FormatError as e:
-        raise FormatError(f"cannot read tree: {e}") from None
-    try:
-        return ContextDependency.read(KaldiObjectReader(stream.f, path))
-    finally:
-        stream.close(check=False)
+    return read_kaldi_object(path, ContextDependency.read, "tree")
