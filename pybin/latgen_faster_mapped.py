@@ -43,12 +43,14 @@ def main(argv=None):
     import json
     import logging
 
+    from hybridasr.decode.determinize import phone_boundaries
     from hybridasr.decode.lattice_decoder import LatticeDecoder
     from hybridasr.decode.lattice_table import latgen_table
     from hybridasr.errors import ConfigError
     from hybridasr.decode.graph import load_model_and_graph
     from hybridasr.kaldi.lattice import CompactLatticeWriter
     from hybridasr.kaldi.matrix_reader import read_matrices
+    from hybridasr.kaldi.symbol_table import read_symbol_table
     from hybridasr.kaldi.table_writer import IntVectorWriter
     from hybridasr.utils.atomic import atomic_open
 
@@ -59,14 +61,17 @@ def main(argv=None):
         raise ConfigError("--acoustic-scale, --beam and --lattice-beam must be positive")
     tm, fst, max_ilabel = load_model_and_graph(args.model_in, args.fst_in)
     decoder = LatticeDecoder(fst, tm.tid2pdf, tm.num_pdfs, from_values(LatgenOptions, args),
-                             max_ilabel, fst_path=args.fst_in)
+                             max_ilabel, fst_path=args.fst_in,
+                             phone_of_tid=phone_boundaries(tm))
     writers = [CompactLatticeWriter(args.lattice_wspecifier)]
     for spec in (args.words_wspecifier, args.alignments_wspecifier):
         writers.append(IntVectorWriter(spec) if spec else None)
     ok = False
     try:
         summary = latgen_table(decoder, read_matrices(args.loglikes_rspecifier),
-                               args.acoustic_scale, *writers, allow_partial=args.allow_partial)
+                               args.acoustic_scale, *writers, allow_partial=args.allow_partial,
+                               word_symbols=read_symbol_table(args.word_symbol_table)
+                               if args.word_symbol_table else None)
         ok = True
     finally:
         for w in writers:

@@ -16,8 +16,9 @@ max_lmwt=15
 word_ins_penalty=0.0  # comma-separated: several give wer_LMWT_WIP, scoring/penalty_WIP/LMWT.tra
 lattices=auto         # auto: lattices if the decode dir has lat.1.gz | true: make them from
                       # loglikes.*.scp once (latgen_faster_mapped.py) | false: 1-best re-decoding
-latgen_beam=9.0       # embedded lattice generation (--lattices true): kaldi-decoder's lattice
-lattice_beam=6.0      # decoder has no --max-active, so its beam is kept narrower than --beam
+latgen_beam=11.0      # embedded lattice generation (--lattices true): kaldi-decoder's lattice
+lattice_beam=8.0      # decoder has no --max-active, so its beam is kept narrower than --beam
+                      # (docs/lattice_sweep.md: on kaldi_polish 11 gave the WER of 13 in 0.58x)
 model=                # embedded: transition model (default: <decode-dir>/../final.mdl)
 beam=13.0             # embedded: decoder options of the re-decoding
 max_active=7000

@@ -97,3 +97,16 @@ def test_score_sh_makes_lattices_once(kaldi_digits, repo_dir, env_with_path, tmp
     assert summary["oracle_wer"] == 0.0 and summary["num_frames"] > 0
     # the best weight sits at an end of 8..10 (all equal: the lowest is picked): a warning
     assert "at an end of the range 8..10" in p.stderr
+    # --word-symbol-table logs each utterance's best words, as Kaldi's latgen does
+    p = subprocess.run(["latgen_faster_mapped.py", "--beam=13", "--lattice-beam=6",
+                        f"--word-symbol-table={kaldi_digits}/exp/mono/graph/words.txt",
+                        str(exp / "final.mdl"), str(kaldi_digits / "exp/mono/graph/HCLG.fst"),
+                        f"scp:{dec}/loglikes.1.scp", f"ark:{tmp_path}/lat.ark"],
+                       env=env_with_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    logged = {}
+    for line in p.stderr.splitlines():
+        toks = line.split()
+        for k in set(keys[:6]) & set(toks):
+            logged[k] = toks[toks.index(k) + 1:]
+    assert logged == {k: text[k] for k in keys[:6]}

@@ -267,3 +267,23 @@ def test_training_that_never_improves_fails_naming_the_rejected_epochs(
     assert p.returncode != 0 and "did not improve on the initial model" in p.stderr
     assert not os.path.lexists(exp / "final.nnet")
     assert history(exp) == h  # nothing was trained again
+
+
+def test_init_model_starts_from_its_weights(digits, tmp_path):
+    """--init-model (nnet1's --nnet-init): the new run's initial cross-validation is the given
+    model's (same weights, data and targets), not a new model's; another config is refused."""
+    from hybridasr.errors import ConfigError
+
+    opts = [*SMALL[:-3], "--progress-every=0", "--num-threads=2"]
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert _main(train_args(digits, first, *opts, "--max-iters=1")) == 0
+    h1 = history(first)
+    assert _main(train_args(digits, second, *opts, "--max-iters=1",
+                            f"--init-model={first}/final.nnet")) == 0
+    h2 = history(second)
+    best = min(e["cv_loss"] for e in h1 if e["accepted"])
+    assert h2[0]["cv_loss"] == pytest.approx(best, rel=1e-5)
+    assert h2[0]["cv_loss"] < h1[0]["cv_loss"]  # not a new model's loss
+    with pytest.raises(ConfigError, match="--init-model"):
+        _main(train_args(digits, tmp_path / "third", *opts, "--max-iters=1",
+                         "--hidden-size=48", f"--init-model={first}/final.nnet"))

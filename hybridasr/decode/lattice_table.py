@@ -42,7 +42,10 @@ def latgen_table(decoder: LatticeDecoder, matrices: Iterable[Tuple[str, np.ndarr
                  acoustic_scale: float, lattices: CompactLatticeWriter,
                  words: Optional[IntVectorWriter] = None,
                  alignments: Optional[IntVectorWriter] = None,
-                 allow_partial: bool = False) -> LatgenSummary:
+                 allow_partial: bool = False,
+                 word_symbols: Optional[Dict[int, str]] = None) -> LatgenSummary:
+    """Lattices of every utterance; ``word_symbols`` (words.txt): each best path's words are
+    logged as ``key word word ...``, as Kaldi's ``--word-symbol-table`` does."""
     s = LatgenSummary()
     start = time.perf_counter()
     for key, mat in matrices:
@@ -62,8 +65,11 @@ def latgen_table(decoder: LatticeDecoder, matrices: Iterable[Tuple[str, np.ndarr
                         key, r.num_frames)
         s.num_arcs += r.lattice.num_arcs
         lattices.write(key, r.lattice)
-        if words is not None or alignments is not None:
+        if words is not None or alignments is not None or word_symbols is not None:
             bp = best_paths(r.lattice, [1.0], [acoustic_scale], [0.0])[0] if r.ok else None
+            if word_symbols is not None:
+                log.info("%s %s", key, " ".join(word_symbols.get(w, str(w))
+                                                for w in (bp.words if bp else [])))
             if words is not None:
                 words.write(key, bp.words if bp else [])
             if alignments is not None:

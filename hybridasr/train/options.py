@@ -37,6 +37,10 @@ class TrainConfig(DeviceOptions):
     checkpoint_every_batches: int = option(0, "batches between checkpoints inside an epoch "
                                               "(0: none by count; with --checkpoint-every, "
                                               "whichever comes first)", minimum=0)
+    init_model: str = option("", "start from this model's weights instead of a new model "
+                                 "(Kaldi nnet1's --nnet-init; e.g. the previous realignment "
+                                 "round's final.nnet): same model config, input dim and "
+                                 "number of pdfs")
     # one seed for all of training (--seed: model initialisation, batch order, dropout)
     RENAMED: ClassVar[tuple] = (
         Renamed("--init-seed", "--seed",

@@ -164,6 +164,21 @@ class Trainer:
                               f"{self.input_dim} and {self.num_pdfs}")
         return model
 
+    def _init_from(self, model, path: str) -> None:
+        """``model`` takes the weights of the model file ``path`` (``--init-model``)."""
+        from hybridasr.models import load_model, normalize_config
+
+        init, meta = load_model(path, self.dev)
+        if normalize_config(meta["model_config"]) != normalize_config(self.mcfg):
+            raise ConfigError(f"--init-model={path} is a {meta['model_config']} model; this "
+                              f"training builds {self.mcfg}: use the same model config")
+        if int(meta["input_dim"]) != self.input_dim or int(meta["num_outputs"]) != self.num_pdfs:
+            raise ConfigError(f"--init-model={path} has input dim {meta['input_dim']} and "
+                              f"{meta['num_outputs']} outputs; the data give {self.input_dim} "
+                              f"and {self.num_pdfs}")
+        model.load_state_dict(init.state_dict())
+        log.info("initial weights from %s", path)
+
     def _save(self, model, optimizer, epoch: int, rejected: bool, **meta) -> str:
         from hybridasr.models import save_model
 
@@ -236,6 +251,8 @@ class Trainer:
 
         torch.manual_seed(self.dcfg.seed)  # --seed: initialisation, batch order, dropout
         model = build_model(self.mcfg, self.input_dim, self.num_pdfs).to(self.dev)
+        if self.tcfg.init_model:
+            self._init_from(model, self.tcfg.init_model)
         broadcast_parameters(model, self.info)
         optimizer = make_optimizer(model, self.tcfg, self.schedule.lr)
         t0 = time.perf_counter()

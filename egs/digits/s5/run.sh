@@ -38,6 +38,8 @@ torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint 
 decode_opts=         # more options for steps/nnet/decode.sh
 exp_name=blstm
 realign_iters=0      # align-and-retrain rounds after the first model (stage 4)
+realign_init=scratch # scratch: each round trains a new model | previous: from the model that
+                     # aligned (train.py --init-model, nnet1's --nnet-init)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -57,7 +59,9 @@ Options (default):
   --train-opts, --torchrun-opts, --decode-opts  # passed through
   --nj N                       # parallel jobs for features, alignment and decoding ($nj)
   --realign-iters N            # rounds of: align data/train with the network into exp/<name>_ali<k>,
-                               # retrain on it into exp/<name>_re<k>, decode+score ($realign_iters)"
+                               # retrain on it into exp/<name>_re<k>, decode+score ($realign_iters)
+  --realign-init scratch|previous # a round's training starts from a new model or from the
+                               # model that aligned ($realign_init)"
 
 echo "$0 $@"
 cd "$(dirname "$0")"
@@ -70,6 +74,10 @@ if [ $# -ne 0 ]; then
   exit 1
 fi
 
+case "$realign_init" in
+  scratch|previous) ;;
+  *) echo "$0: --realign-init is scratch or previous, not '$realign_init'" >&2; exit 1 ;;
+esac
 [ -z "$kaldi_dir" ] && kaldi_dir=$HYBRIDASR_ROOT/../shared/data/kaldi_digits
 if [ ! -d "$kaldi_dir" ]; then
   echo "$0: --kaldi-dir $kaldi_dir does not exist" >&2
@@ -105,8 +113,9 @@ decode_and_score() {
 }
 
 # train_on <ali-targets-dir> <exp-dir>: stage 3's training on other targets
-train_on() {
-  local ali_dir=$1 d=$2 restart=false
+train_on() {  # <targets-dir> <exp-dir> [more train.py options]
+  local ali_dir=$1 d=$2 opts=$train_opts restart=false
+  if [ -n "${3:-}" ]; then opts="${opts:+$opts }$3"; fi
   if [ -e $d/final.nnet ]; then
     echo "$d/final.nnet exists: skipping (delete it to train again)"
     return 0
@@ -119,7 +128,7 @@ train_on() {
     --restart $restart \
     --model-config $model_config --batching-config $batching_config \
     --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
-    ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
+    ${opts:+--train-opts "$opts"} data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
     $ali_dir $ali_dir $d
 }
 
@@ -205,7 +214,9 @@ if run_stage 4; then
     else
       steps/import_ali.sh ${dir}_ali$k data/train ${dir}_ali${k}_targets
     fi
-    train_on ${dir}_ali${k}_targets ${dir}_re$k
+    init=
+    if [ "$realign_init" == previous ]; then init="--init-model=$src/final.nnet"; fi
+    train_on ${dir}_ali${k}_targets ${dir}_re$k "$init"
     decode_and_score ${dir}_re$k
     src=${dir}_re$k
   done
