@@ -17,6 +17,7 @@ import numpy as np
 
 from hybridasr.decode.decoder import MappedDecoder
 from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.symbol_table import ids_to_text
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def decode_table(decoder: MappedDecoder, matrices: Iterable[Tuple[str, np.ndarra
         if alignments is not None:
             alignments.write(key, r.alignment)
         if symbols is not None:
-            text = " ".join(symbols.get(w, f"<id {w}>") for w in r.words)
+            text = ids_to_text(symbols, r.words)
             log.info("%s %s (cost %.3f graph + %.3f acoustic over %d frames)", key, text,
                      r.graph_cost, r.acoustic_cost, r.num_frames)
     summary.elapsed = time.perf_counter() - start

@@ -168,6 +168,7 @@ def _determinize(lat: CompactLattice, max_states: int, beam: float = INF) -> Com
     subsets: Dict[Tuple, int] = {}
     elems_of: List[Dict[int, Tuple]] = []
     forward: List[float] = []  # best cost from the output's start found so far
+    rest: List[float] = []  # best completion of each subset in the input
     beta = _backward_costs(lat)
     limit = beta[lat.start] + beam
     heap: List[Tuple[float, int]] = []
@@ -178,24 +179,21 @@ def _determinize(lat: CompactLattice, max_states: int, beam: float = INF) -> Com
         key = tuple(sorted((s, round(g / _QUANT), round(a / _QUANT), t)
                            for s, (g, a, t) in elems.items()))
         sid = subsets.get(key)
+        completion = (min(g + a + beta[s] for s, (g, a, _) in elems.items()) if sid is None
+                      else rest[sid])
+        if cost + completion > limit:
+            return -1
         if sid is None:
-            rest = min(g + a + beta[s] for s, (g, a, _) in elems.items())
-            if cost + rest > limit:
-                return -1
             if len(subsets) >= max_states:
                 raise _TooLarge
             sid = subsets[key] = out.add_state()
             elems_of.append(elems)
             forward.append(cost)
-            heapq.heappush(heap, (cost + rest, sid))
-        elif cost < forward[sid]:
-            rest = min(g + a + beta[s] for s, (g, a, _) in elems_of[sid].items())
+            rest.append(completion)
+            heapq.heappush(heap, (cost + completion, sid))
+        elif cost < forward[sid]:  # a better way in, found before it was expanded
             forward[sid] = cost
-            heapq.heappush(heap, (cost + rest, sid))
-        else:
-            rest = min(g + a + beta[s] for s, (g, a, _) in elems_of[sid].items())
-            if cost + rest > limit:
-                return -1
+            heapq.heappush(heap, (cost + completion, sid))
         return sid
 
     closures = _Closures(lat)

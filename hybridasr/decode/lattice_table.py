@@ -15,6 +15,7 @@ from hybridasr.decode.lattice_decoder import LatticeDecoder
 from hybridasr.kaldi.lattice import CompactLattice, CompactLatticeWriter
 from hybridasr.kaldi.lattice_best_path import best_paths
 from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.symbol_table import ids_to_text
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,7 @@ def latgen_table(decoder: LatticeDecoder, matrices: Iterable[Tuple[str, np.ndarr
         if words is not None or alignments is not None or word_symbols is not None:
             bp = best_paths(r.lattice, [1.0], [acoustic_scale], [0.0])[0] if r.ok else None
             if word_symbols is not None:
-                log.info("%s %s", key, " ".join(word_symbols.get(w, str(w))
-                                                for w in (bp.words if bp else [])))
+                log.info("%s %s", key, ids_to_text(word_symbols, bp.words if bp else []))
             if words is not None:
                 words.write(key, bp.words if bp else [])
             if alignments is not None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Dict
+from typing import Dict, Iterable
 
 from hybridasr.errors import FormatError
 
@@ -20,3 +20,8 @@ def read_symbol_table(path: str) -> Dict[int, str]:
                                   f"{line.rstrip()!r}")
             out[int(parts[1])] = parts[0]
     return out
+
+
+def ids_to_text(symbols: Dict[int, str], ids: Iterable[int]) -> str:
+    """Word ids as their symbols, space-separated (``<id N>`` for one the table lacks)."""
+    return " ".join(symbols.get(i, f"<id {i}>") for i in ids)
