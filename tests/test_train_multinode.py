@@ -35,11 +35,16 @@ def _train_sh(digits, exp: Path, opts, train_opts: str):
 
 
 def _start_nodes(digits, exp: Path, env, train_opts: str, port: int):
-    """Two train.sh, as the same command on two machines would be started."""
+    """Two train.sh, as the same command on two machines would be started. Node 0 hosts the
+    rendezvous store, as the machine named in ``--rdzv-endpoint`` does on a real cluster (on
+    one machine both agents match the endpoint, and whichever binds the port first would host
+    it: when that was node 1, killing node 1's worker took the store down with its agent, and
+    node 0's agent died of the lost store before its worker could say what happened)."""
     procs = []
     for node in (0, 1):
         rdzv = (f"--nnodes 2 --node-rank {node} --rdzv-backend c10d --rdzv-id multinode "
-                f"--rdzv-endpoint 127.0.0.1:{port}")
+                f"--rdzv-endpoint 127.0.0.1:{port} "
+                f"--rdzv-conf is_host={'true' if node == 0 else 'false'}")
         procs.append(subprocess.Popen(
             _train_sh(digits, exp, ["--nproc", "1", "--torchrun-opts", rdzv], train_opts),
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
