@@ -20,3 +20,7 @@ else
   echo "$0: installed hybridasr into .venv"
 fi
 .venv/bin/python -c 'import torch, torchaudio; print("torch", torch.__version__, "torchaudio", torchaudio.__version__)'
+# the toolkit's C++ (lattice generation), built with the system's g++ (about 2 s); without
+# one, lattices are made by kaldi-decoder's slower LatticeSimpleDecoder
+.venv/bin/python -c 'from hybridasr.decode import native; print("C++ library", native.build())' ||
+  echo "$0: warning: could not build hybridasr's C++ library (no g++?): lattice generation will be slower" >&2

@@ -48,7 +48,10 @@ def main(argv=None):
     p.add_argument("--max-active", type=int, default=7000)
     p.add_argument("--lattice-configs", default="13:8",
                    help="lattice routes to time, comma-separated BEAM:LATTICE_BEAM, "
-                   "BEAM:LATTICE_BEAM:words to determinize on words alone (not phones first)")
+                   "BEAM:LATTICE_BEAM[:FLAG...], flags: words (determinize on words alone, "
+                   "not phones first), simple (kaldi-decoder's LatticeSimpleDecoder, not the "
+                   "toolkit's LatticeFasterDecoder), a number (its --max-active; default "
+                   "--max-active)")
     p.add_argument("--acwt", type=float, default=0.1)
     p.add_argument("--skip-expanded", action="store_true",
                    help="do not time the re-decoding sweep with the expansion")
@@ -93,10 +96,13 @@ def main(argv=None):
     base = rows[-1]  # the re-decoding sweep on the pdf graph: what score.sh does without lattices
     for spec in a.lattice_configs.split(","):
         beam, lattice_beam, *how = spec.split(":")
-        words_only = how == ["words"]
+        words_only = "words" in how
+        search = "simple" if "simple" in how else "faster"
+        max_active = next((int(x) for x in how if x.isdigit()), a.max_active)
         t0 = time.perf_counter()
         ld = LatticeDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs,
-                            LatgenOptions(beam=float(beam), lattice_beam=float(lattice_beam)),
+                            LatgenOptions(beam=float(beam), lattice_beam=float(lattice_beam),
+                                          max_active=max_active, decoder=search),
                             graph.max_ilabel, fst_path=graph.path,
                             phone_of_tid=None if words_only else phone_boundaries(tm))
         lats = {k: ld.decode(m, a.acwt, k).lattice for k, m in lls.items()}
@@ -116,7 +122,8 @@ def main(argv=None):
             "best_penalty": best[1], "wer_by_lmwt_at_penalty_0": {
                 c[0]: w for c, w in wers.items() if c[1] == 0.0},
             "lattice_density_arcs_per_frame": arcs / frames, "decode_beam": float(beam),
-            "lattice_beam": float(lattice_beam),
+            "lattice_beam": float(lattice_beam), "search": ld.search,
+            "max_active": max_active if ld.search == "faster" else None,
             "determinization": "words only" if words_only else "phones first",
             "seconds_over_redecoding": secs / base["seconds"],
             "best_wer_minus_redecoding": wers[best] - base["best_wer"]})
@@ -152,8 +159,11 @@ def write_markdown(path, rows, a, argv):
     base = next(r for r in rows if r["route"] == "redecode_pdf")
     for r in rows:
         if r["route"] == "lattice":
-            what = (f"lattices, beam {r['decode_beam']:g}, lattice beam {r['lattice_beam']:g}, "
-                    f"{r['determinization']} (decode {r['decode_seconds']:.1f} s, sweep "
+            search = (f"LatticeFasterDecoder (ours), max-active {r['max_active']}"
+                      if r["search"] == "faster" else "kaldi-decoder's LatticeSimpleDecoder")
+            what = (f"lattices: {search}, beam {r['decode_beam']:g}, lattice beam "
+                    f"{r['lattice_beam']:g}, {r['determinization']} (decode "
+                    f"{r['decode_seconds']:.1f} s, sweep "
                     f"{r['sweep_seconds']:.2f} s)")
             best = f"{r['best_lmwt']} ({r['best_penalty']:g})"
             density = f"{r['lattice_density_arcs_per_frame']:.2f}"

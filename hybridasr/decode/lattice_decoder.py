@@ -1,16 +1,18 @@
-"""Lattice generation as Kaldi's ``latgen-faster-mapped``: kaldi-decoder's
-``LatticeSimpleDecoder`` on the pdf-relabelled graph (``hybridasr.kaldi.fst.relabel_by_pdf``:
-the [T, num_pdfs] scaled log-likelihoods are the decodable, nothing is expanded to
-transition-ids), its raw state-level lattice mapped back to transition-ids and words, pruned
-and word-determinized (``hybridasr.decode.determinize``) as ``--determinize-lattice=true``,
-acoustic costs unscaled (what Kaldi writes).
+"""Lattice generation as Kaldi's ``latgen-faster-mapped``: a lattice search on the
+pdf-relabelled graph (``hybridasr.kaldi.fst.relabel_by_pdf``: the [T, num_pdfs] scaled
+log-likelihoods are the decodable, nothing is expanded to transition-ids), its raw state-level
+lattice mapped back to transition-ids and words, pruned and determinized
+(``hybridasr.decode.determinize``) as ``--determinize-lattice=true``, acoustic costs unscaled
+(what Kaldi writes).
 
-kaldi-decoder ships only the *simple* lattice decoder: beam pruning, no ``--max-active``
-(accepted for Kaldi's interface, not applied), so on large graphs it is slower than Kaldi's
-``LatticeFasterDecoder``; on the same beam its lattices hold the same paths.
+The search (``--decoder``) is the toolkit's own C++ ``LatticeFasterDecoder``
+(``hybridasr.decode.lattice_faster``: beam, ``--max-active``, ``--min-active``, lattice-beam
+pruning as it goes), built with the system's C++ compiler; where there is none, kaldi-decoder's
+``LatticeSimpleDecoder`` (beam pruning only: on large graphs several times slower).
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -19,12 +21,15 @@ from typing import Optional
 
 import numpy as np
 
+from hybridasr.decode import lattice_faster
 from hybridasr.decode.decoder import pdf_graph
 from hybridasr.decode.determinize import determinize_lattice_pruned
-from hybridasr.errors import FormatError
+from hybridasr.errors import ConfigError, FormatError
 from hybridasr.kaldi.lattice import INF, Arc, CompactLattice, read_binary_fst
 from hybridasr.kaldi.pdf_mapping import PdfMapping
 from hybridasr.options import option
+
+log = logging.getLogger(__name__)
 
 INT32_MAX = 2147483647
 
@@ -34,15 +39,19 @@ class LatgenOptions:
     """latgen-faster-mapped's options (Kaldi's LatticeFasterDecoderConfig), Kaldi's defaults."""
     beam: float = option(16.0, "decoding beam")
     lattice_beam: float = option(10.0, "lattice generation beam")
-    max_active: int = option(INT32_MAX, "maximum number of active states (accepted for "
-                                        "Kaldi's interface; the embedded LatticeSimpleDecoder "
-                                        "prunes by beam only)")
-    min_active: int = option(200, "minimum number of active states (accepted, not applied)")
+    max_active: int = option(INT32_MAX, "maximum number of active states (not applied by "
+                                        "--decoder=simple)")
+    min_active: int = option(200, "minimum number of active states (not applied by "
+                                  "--decoder=simple)")
     max_mem: int = option(50000000, "maximum memory of lattice determinization, bytes "
                                     "(about 200 bytes a determinized state)")
     prune_interval: int = option(25, "interval (frames) at which to prune tokens")
-    beam_delta: float = option(0.5, "beam increment (accepted, not applied)")
-    hash_ratio: float = option(2.0, "decoder hash setting (accepted, not applied)")
+    beam_delta: float = option(0.5, "increment of the beam tightened by --max-active")
+    hash_ratio: float = option(2.0, "decoder hash setting (accepted, not needed)")
+    decoder: str = option("auto", "lattice search: faster (the toolkit's C++ "
+                                  "LatticeFasterDecoder) | simple (kaldi-decoder's "
+                                  "LatticeSimpleDecoder: beam only, slower) | auto (faster "
+                                  "when it can be built, else simple)")
     determinize_lattice: bool = option(True, "determinize the lattice before writing it (a "
                                              "CompactLattice); false writes the state-level "
                                              "lattice, pruned")
@@ -72,6 +81,18 @@ class LatticeDecoder:
         self.options = options
         self.phone_of_tid = phone_of_tid
         self.graph = pdf_graph(fst, self.mapping.tid2pdf, fst_path)
+        self._faster = None
+        if options.decoder not in ("auto", "faster", "simple"):
+            raise ConfigError(f"--decoder={options.decoder}: auto, faster or simple")
+        if options.decoder != "simple" and (options.decoder == "faster" or
+                                            lattice_faster.available()):
+            self._faster = lattice_faster.LatticeFasterSearch(
+                self.graph.arrays, options.beam, options.max_active, options.min_active,
+                options.lattice_beam, options.prune_interval, options.beam_delta)
+        elif options.decoder == "auto":
+            log.warning("lattices with kaldi-decoder's LatticeSimpleDecoder (no C++ "
+                        "compiler for the toolkit's LatticeFasterDecoder): --max-active is "
+                        "not applied, and decoding is slower")
         config = kaldi_decoder.LatticeSimpleDecoderConfig(
             beam=options.beam, lattice_beam=options.lattice_beam,
             prune_interval=options.prune_interval)
@@ -79,8 +100,16 @@ class LatticeDecoder:
         self._decodable = kaldi_decoder.DecodableCtc
         self._tmp = tempfile.mkdtemp(prefix="hybridasr-latgen-")
 
+    @property
+    def search(self) -> str:
+        """Which search makes the lattices: faster or simple."""
+        return "faster" if self._faster is not None else "simple"
+
     def close(self) -> None:
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        if getattr(self, "_tmp", None):
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        if getattr(self, "_faster", None) is not None:
+            self._faster.close()
 
     def __del__(self):
         self.close()
@@ -100,6 +129,19 @@ class LatticeDecoder:
                               a.next)
         return lat
 
+    def _from_arrays(self, raw: "lattice_faster.RawLattice") -> CompactLattice:
+        """The C++ search's raw lattice (pdf+1 : pair id) as transition-id/word arcs."""
+        tids = self.graph.pair_tid[raw.olabel].tolist()
+        words = self.graph.pair_word[raw.olabel].tolist()
+        lat = CompactLattice(0, [[] for _ in range(len(raw.final))])
+        arcs = lat.arcs
+        for s, d, w, g, a, t in zip(raw.src.tolist(), raw.dst.tolist(), words,
+                                    raw.graph.tolist(), raw.acoustic.tolist(), tids):
+            arcs[s].append(Arc(w, g, a, (t,) if t else (), d))
+        for s in np.flatnonzero(raw.final < INF).tolist():
+            lat.finals[s] = (float(raw.final[s]), 0.0, ())
+        return lat
+
     def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
                utt: str = "") -> LatticeResult:
         loglikes = self.mapping.check(loglikes, utt)
@@ -107,12 +149,19 @@ class LatticeDecoder:
         if res.num_frames == 0:
             return res
         matrix = self.mapping.scaled(loglikes, acoustic_scale)
-        self._decoder.decode(self._decodable(matrix))
-        res.reached_final = self._decoder.final_relative_cost() < INF
-        ok, raw = self._decoder.get_raw_lattice(True)
-        if not ok or raw.num_states == 0:
-            return res
-        lat = self._state_level(raw)
+        if self._faster is not None:
+            raw = self._faster.search(matrix, utt)
+            if raw is None:
+                return res
+            res.reached_final = raw.reached_final
+            lat = self._from_arrays(raw)
+        else:
+            self._decoder.decode(self._decodable(matrix))
+            res.reached_final = self._decoder.final_relative_cost() < INF
+            ok, raw = self._decoder.get_raw_lattice(True)
+            if not ok or raw.num_states == 0:
+                return res
+            lat = self._state_level(raw)
         res.raw_arcs = lat.num_arcs
         max_states = max(1000, self.options.max_mem // 200)
         if self.options.determinize_lattice:

@@ -157,6 +157,7 @@ class PdfGraph:
     fst: object  # kaldifst.StdFst (const)
     pair_tid: np.ndarray
     pair_word: np.ndarray
+    arrays: Optional[ConstFstArrays] = None  # the relabelled graph's own arrays (same bytes)
 
     def tids_words(self, olabels) -> Tuple[List[int], List[int]]:
         """The transition-ids and words (epsilons dropped) of a path's output labels."""
@@ -205,7 +206,7 @@ def relabel_by_pdf(fst, tid2pdf: np.ndarray, path: Optional[str] = None) -> PdfG
         relabelled = kaldifst.StdFst.read(tmp)
     if relabelled is None:
         raise FormatError(f"{path or 'the graph'}: kaldifst could not read the relabelled graph")
-    return PdfGraph(relabelled, pair_tid, pair_word)
+    return PdfGraph(relabelled, pair_tid, pair_word, new)
 
 
 def _ranks(counts: np.ndarray) -> np.ndarray:

@@ -1,0 +1,100 @@
+"""The toolkit's own C++ (``lattice_faster.cc``), built with the system's C++ compiler into a
+shared library loaded with ctypes: no headers but the C++ standard library, about 2 s to
+build. ``install.sh`` builds it; otherwise the first use does (into this directory, or
+``$XDG_CACHE_HOME/hybridasr`` when that is read-only). The library's name carries a hash of
+the source, so an edited source is rebuilt and an old library is never loaded. Without a
+compiler ``load()`` returns None and the callers fall back (saying so)."""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("lattice_faster.cc")
+CXXFLAGS = ["-O2", "-std=c++17", "-shared", "-fPIC"]
+_LIB: Optional[ctypes.CDLL] = None
+_TRIED = False
+
+
+def _library_name() -> str:
+    h = hashlib.sha1(SOURCE.read_bytes() + " ".join(CXXFLAGS).encode()).hexdigest()[:12]
+    return f"_lattice_faster-{h}.so"
+
+
+def _candidates():
+    yield SOURCE.parent
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    yield Path(cache) / "hybridasr"
+
+
+def _compiler() -> Optional[str]:
+    for cxx in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if cxx and shutil.which(cxx):
+            return cxx
+    return None
+
+
+def build() -> Path:
+    """The library's path, compiled now if no directory holds it (atomic: compiled to a
+    temporary file beside it, then renamed). RuntimeError: no compiler, or it failed."""
+    name = _library_name()
+    for d in _candidates():
+        if (d / name).is_file():
+            return d / name
+    cxx = _compiler()
+    if cxx is None:
+        raise RuntimeError("no C++ compiler (g++, c++ or clang++; or set CXX)")
+    errors = []
+    for d in _candidates():
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=d)
+            os.close(fd)
+        except OSError as e:
+            errors.append(f"{d}: {e}")
+            continue
+        try:
+            proc = subprocess.run([cxx, *CXXFLAGS, "-o", tmp, str(SOURCE)],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{cxx} failed on {SOURCE}:\n{proc.stderr[-2000:]}")
+            os.replace(tmp, d / name)
+            return d / name
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    raise RuntimeError("cannot write the library: " + "; ".join(errors))
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_float
+    lib.hasr_lf_new.restype = p
+    lib.hasr_lf_new.argtypes = [p, p, i64, f32, i32, i32, f32, i32, f32, f32]
+    lib.hasr_lf_decode.restype = ctypes.c_int
+    lib.hasr_lf_decode.argtypes = [p, i32, p, i32, i32, ctypes.POINTER(i64),
+                                   ctypes.POINTER(i64), ctypes.POINTER(i32)]
+    lib.hasr_lf_get.restype = None
+    lib.hasr_lf_get.argtypes = [p] * 8
+    lib.hasr_lf_free.restype = None
+    lib.hasr_lf_free.argtypes = [p]
+    return lib
+
+
+def load() -> Optional[ctypes.CDLL]:
+    """The library (built on first use), or None when it cannot be built (logged once)."""
+    global _LIB, _TRIED
+    if _LIB is None and not _TRIED:
+        _TRIED = True
+        try:
+            _LIB = _declare(ctypes.CDLL(str(build())))
+        except (RuntimeError, OSError) as e:
+            log.warning("the C++ lattice decoder is not available (%s)", e)
+    return _LIB
