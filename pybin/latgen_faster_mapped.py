@@ -63,6 +63,9 @@ def main(argv=None):
     decoder = LatticeDecoder(fst, tm.tid2pdf, tm.num_pdfs, from_values(LatgenOptions, args),
                              max_ilabel, fst_path=args.fst_in,
                              phone_of_tid=phone_boundaries(tm))
+    logging.getLogger("latgen_faster_mapped.py").info(
+        "lattice search: %s", "the toolkit's LatticeFasterDecoder (C++)"
+        if decoder.search == "faster" else "kaldi-decoder's LatticeSimpleDecoder")
     writers = [CompactLatticeWriter(args.lattice_wspecifier)]
     for spec in (args.words_wspecifier, args.alignments_wspecifier):
         writers.append(IntVectorWriter(spec) if spec else None)
@@ -85,7 +88,7 @@ def main(argv=None):
                        "empty": summary.num_failed, "frames": summary.num_frames,
                        "arcs": summary.num_arcs,
                        "lattice_density_arcs_per_frame": summary.density,
-                       "seconds": summary.elapsed}, f)
+                       "seconds": summary.elapsed, "search": decoder.search}, f)
             f.write("\n")
     return 0 if summary.num_done else 1
 

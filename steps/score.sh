@@ -5,8 +5,9 @@
 # Lattices (lat.*.gz, Kaldi's or latgen_faster_mapped.py's) are rescored with Kaldi's lattice
 # tools when they are on PATH, else in one pass by lattice_best_path_sweep.py (which also writes
 # <decode-dir>/decode_summary.json: lattice density, oracle WER). The embedded decoder's output
-# (loglikes.*.scp) is decoded again once per LM weight with decode_faster_mapped.py, or with
-# --lattices true turned into lat.JOB.gz once by latgen_faster_mapped.py and swept.
+# (loglikes.*.scp) is turned into lat.JOB.gz once by latgen_faster_mapped.py and swept (the
+# default where the toolkit's C++ lattice decoder is built), or with --lattices false decoded
+# again once per LM weight with decode_faster_mapped.py.
 
 # Begin configuration section.
 cmd=run.pl
@@ -14,13 +15,14 @@ stage=0
 min_lmwt=4            # hybrid models want low LM weights (Kaldi nnet1 sweeps 4..15)
 max_lmwt=15
 word_ins_penalty=0.0  # comma-separated: several give wer_LMWT_WIP, scoring/penalty_WIP/LMWT.tra
-lattices=auto         # auto: lattices if the decode dir has lat.1.gz | true: make them from
-                      # loglikes.*.scp once (latgen_faster_mapped.py) | false: 1-best re-decoding
-latgen_beam=11.0      # embedded lattice generation (--lattices true): kaldi-decoder's lattice
-lattice_beam=8.0      # decoder has no --max-active, so its beam is kept narrower than --beam
-                      # (docs/lattice_sweep.md: on kaldi_polish 11 gave the WER of 13 in 0.58x)
+lattices=auto         # auto: the decode dir's lat.1.gz, else made from loglikes.*.scp when the
+                      # toolkit's C++ lattice decoder is built, else 1-best re-decoding |
+                      # true: lattices (made with kaldi-decoder's slower LatticeSimpleDecoder
+                      # when the C++ one cannot be built) | false: 1-best re-decoding
+latgen_beam=          # embedded lattice generation: --beam (default: --beam, as Kaldi's nnet1)
+lattice_beam=8.0      # (docs/lattice_sweep.md)
 model=                # embedded: transition model (default: <decode-dir>/../final.mdl)
-beam=13.0             # embedded: decoder options of the re-decoding
+beam=13.0             # embedded decoding (lattices or re-decoding): search options
 max_active=7000
 min_active=200
 # End configuration section.
@@ -70,7 +72,16 @@ pens=${word_ins_penalty//,/ }
 tra_of() { if [ "$pens" = "$1" ]; then echo "$dir/scoring/LMWT.tra"; else echo "$dir/scoring/penalty_$1/LMWT.tra"; fi; }
 wer_of() { if [ "$pens" = "$1" ]; then echo "$dir/wer_LMWT"; else echo "$dir/wer_LMWT_$1"; fi; }
 case $lattices in auto|true|false) ;; *) echo "$0: bad --lattices $lattices (auto|true|false)" >&2; exit 1 ;; esac
-if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ] && [ $lattices = true ]; then
+make_lattices=false
+if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ]; then
+  if [ $lattices = true ]; then
+    make_lattices=true
+  elif [ $lattices = auto ] && python3 -c 'from hybridasr.decode import lattice_faster as l
+raise SystemExit(0 if l.available() else 1)' 2>/dev/null; then
+    make_lattices=true
+  fi
+fi
+if $make_lattices; then
   fst=$lang_or_graph/HCLG.fst
   [ -z "$model" ] && model=$(dirname "$dir")/final.mdl
   for f in "$fst" "$model"; do
@@ -78,7 +89,8 @@ if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ] && [ $lattices = tru
   done
   nj=$(ls "$dir"/loglikes.*.scp | wc -l)
   $cmd JOB=1:$nj "$dir/log/latgen.JOB.log" \
-    latgen_faster_mapped.py --beam=$latgen_beam --lattice-beam=$lattice_beam --acoustic-scale=0.1 \
+    latgen_faster_mapped.py --beam=${latgen_beam:-$beam} --lattice-beam=$lattice_beam \
+      --max-active=$max_active --min-active=$min_active --acoustic-scale=0.1 \
       --allow-partial=true "$model" "$fst" "scp:$dir/loglikes.JOB.scp" "ark:|gzip -c > $dir/lat.JOB.gz"
 fi
 if [ -f "$dir/lat.1.gz" ] && [ $lattices = false ] && [ -f "$dir/loglikes.1.scp" ]; then

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from hybridasr.decode.pseudo_loglikes import pseudo_loglikes
+from hybridasr.kaldi.lattice import read_lattices
 from hybridasr.kaldi.table import read_text_archive
 from hybridasr.kaldi.table_writer import ArkScpWriter
 from hybridasr.kaldi.transition_model import read_transition_model
@@ -207,7 +208,11 @@ def test_embedded_decode_from_recipe_dir(tmp_path, repo_dir, kaldi_digits, env_w
         assert wer[-3:] == ["%WER 0.00 [ 0 / 20, 0 ins, 0 del, 0 sub ]", "%SER 0.00 [ 0 / 20 ]",
                             "Scored 20 sentences, 0 not present in hyp."]
         assert len(read_text_archive(str(dec / f"scoring/{lmwt}.tra"))) == 20
-    assert not (dec / "wer_12").exists() and not list(dec.glob("lat.*.gz"))
+    assert not (dec / "wer_12").exists()
+    # scored on lattices made once from the log-likelihoods (the toolkit's C++ search)
+    assert sorted(x.name for x in dec.glob("lat.*.gz")) == ["lat.1.gz", "lat.2.gz"]
+    assert sorted(k for k, _ in read_lattices(f"ark:gunzip -c {dec}/lat.*.gz|")) == keys
+    assert (dec / "log/latgen.1.log").exists() and (dec / "decode_summary.json").exists()
     best = subprocess.run(f"grep WER {dec}/wer_* | utils/best_wer.sh", shell=True, cwd=s5,
                           env=env_with_path, capture_output=True, text=True)
     assert re.fullmatch(r".*/wer_(9|10|11):%WER 0\.00 \[ 0 / 20, 0 ins, 0 del, 0 sub \]\n",

@@ -23,6 +23,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from hybridasr.errors import HybridAsrError
 from hybridasr.kaldi.lattice import INF, Arc, CompactLattice
 
 log = logging.getLogger(__name__)
@@ -291,6 +292,10 @@ def determinize_lattice_pruned(lat: CompactLattice, beam: float, max_states: int
                 return _determinize(prune_lattice(phones, INF), max_states, beam)
             return _determinize(prune_lattice(lat, beam), max_states, beam)
         except _TooLarge:
+            if beam < 1e-3:
+                raise HybridAsrError(
+                    f"lattice determinization: not even the best path fits in {max_states} "
+                    f"states (raise --max-mem)")
             beam *= 0.75
             log.warning("lattice determinization reached %d states: beam narrowed to %.3f",
                         max_states, beam)

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from hybridasr.decode import lattice_faster
+from hybridasr.decode import determinize_native, lattice_faster
 from hybridasr.decode.decoder import pdf_graph
 from hybridasr.decode.determinize import determinize_lattice_pruned
 from hybridasr.errors import ConfigError, FormatError
@@ -149,11 +149,18 @@ class LatticeDecoder:
         if res.num_frames == 0:
             return res
         matrix = self.mapping.scaled(loglikes, acoustic_scale)
+        max_states = max(1000, self.options.max_mem // 200)
         if self._faster is not None:
             raw = self._faster.search(matrix, utt)
             if raw is None:
                 return res
             res.reached_final = raw.reached_final
+            res.raw_arcs = len(raw.src)
+            if self.options.determinize_lattice:  # in C++ too, from the arrays
+                lat = determinize_native.determinize_raw(
+                    raw, self.graph.pair_tid, self.graph.pair_word, self.options.lattice_beam,
+                    max_states, self.phone_of_tid)
+                return self._finish(res, lat, acoustic_scale)
             lat = self._from_arrays(raw)
         else:
             self._decoder.decode(self._decodable(matrix))
@@ -162,14 +169,17 @@ class LatticeDecoder:
             if not ok or raw.num_states == 0:
                 return res
             lat = self._state_level(raw)
-        res.raw_arcs = lat.num_arcs
-        max_states = max(1000, self.options.max_mem // 200)
+            res.raw_arcs = lat.num_arcs
         if self.options.determinize_lattice:
             lat = determinize_lattice_pruned(lat, self.options.lattice_beam, max_states,
                                              self.phone_of_tid)
         else:
             from hybridasr.decode.determinize import prune_lattice
             lat = prune_lattice(lat, self.options.lattice_beam)
+        return self._finish(res, lat, acoustic_scale)
+
+    @staticmethod
+    def _finish(res: LatticeResult, lat: CompactLattice, acoustic_scale: float):
         if lat.start < 0:
             return res
         res.lattice = lat.scaled(acoustic_scale=1.0 / acoustic_scale)

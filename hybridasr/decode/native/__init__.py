@@ -1,4 +1,5 @@
-"""The toolkit's own C++ (``lattice_faster.cc``), built with the system's C++ compiler into a
+"""The toolkit's own C++ (``lattice_faster.cc``: lattice search; ``lattice_determinize.cc``:
+pruned lattice determinization), built with the system's C++ compiler into a
 shared library loaded with ctypes: no headers but the C++ standard library, about 2 s to
 build. ``install.sh`` builds it; otherwise the first use does (into this directory, or
 ``$XDG_CACHE_HOME/hybridasr`` when that is read-only). The library's name carries a hash of
@@ -18,19 +19,21 @@ from typing import Optional
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("lattice_faster.cc")
+SOURCES = (Path(__file__).with_name("lattice_faster.cc"),
+           Path(__file__).with_name("lattice_determinize.cc"))
 CXXFLAGS = ["-O2", "-std=c++17", "-shared", "-fPIC"]
 _LIB: Optional[ctypes.CDLL] = None
 _TRIED = False
 
 
 def _library_name() -> str:
-    h = hashlib.sha1(SOURCE.read_bytes() + " ".join(CXXFLAGS).encode()).hexdigest()[:12]
-    return f"_lattice_faster-{h}.so"
+    h = hashlib.sha1(b"".join(p.read_bytes() for p in SOURCES) +
+                     " ".join(CXXFLAGS).encode()).hexdigest()[:12]
+    return f"_hybridasr_native-{h}.so"
 
 
 def _candidates():
-    yield SOURCE.parent
+    yield SOURCES[0].parent
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     yield Path(cache) / "hybridasr"
 
@@ -62,10 +65,11 @@ def build() -> Path:
             errors.append(f"{d}: {e}")
             continue
         try:
-            proc = subprocess.run([cxx, *CXXFLAGS, "-o", tmp, str(SOURCE)],
+            proc = subprocess.run([cxx, *CXXFLAGS, "-o", tmp, *map(str, SOURCES)],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
-                raise RuntimeError(f"{cxx} failed on {SOURCE}:\n{proc.stderr[-2000:]}")
+                raise RuntimeError(f"{cxx} failed on {', '.join(map(str, SOURCES))}:\n"
+                                   f"{proc.stderr[-2000:]}")
             os.replace(tmp, d / name)
             return d / name
         finally:
@@ -85,6 +89,17 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.hasr_lf_get.argtypes = [p] * 8
     lib.hasr_lf_free.restype = None
     lib.hasr_lf_free.argtypes = [p]
+    lib.hasr_det_run.restype = ctypes.c_int
+    lib.hasr_det_run.argtypes = [i32, i32, i64] + [p] * 12 + [ctypes.c_double,
+                                                               ctypes.c_double, i64,
+                                                               ctypes.POINTER(p)]
+    lib.hasr_det_sizes.restype = None
+    lib.hasr_det_sizes.argtypes = [p, ctypes.POINTER(i32), ctypes.POINTER(i32),
+                                   ctypes.POINTER(i64), ctypes.POINTER(i64)]
+    lib.hasr_det_get.restype = None
+    lib.hasr_det_get.argtypes = [p] * 13
+    lib.hasr_det_free.restype = None
+    lib.hasr_det_free.argtypes = [p]
     return lib
 
 
