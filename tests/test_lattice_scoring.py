@@ -88,6 +88,14 @@ def test_score_sh_makes_lattices_once(kaldi_digits, repo_dir, env_with_path, tmp
     assert sorted(x.name for x in dec.glob("lat.*.gz")) == ["lat.1.gz", "lat.2.gz"]
     lats = dict(read_lattices(f"ark:gunzip -c {dec}/lat.*.gz|"))
     assert sorted(lats) == keys
+    # our lat.*.gz as kaldifst reads them (OpenFst's shortest path): the same best paths
+    from test_lattice_io import _kaldifst_best
+    for k, lat in lats.items():
+        ours = best_path(lat)
+        words, tids, g, a = _kaldifst_best(lat)
+        assert (words, tids) == (ours.words, ours.tids), k
+        assert g == pytest.approx(ours.graph_cost, abs=1e-2)
+        assert a == pytest.approx(ours.acoustic_cost, rel=1e-5)
     for lmwt in (8, 9, 10):
         for wip in ("0.0", "0.5"):
             assert (dec / f"wer_{lmwt}_{wip}").read_text().splitlines()[1] == \
