@@ -4,7 +4,9 @@
 # the pdf counts); with Kaldi's latgen-faster-mapped on PATH they are piped into it exactly as
 # Kaldi's nnet1 does (<decode-dir>/lat.JOB.gz); otherwise the embedded decoder
 # (decode_faster_mapped.py, Kaldi's FasterDecoder) writes <decode-dir>/hyp.JOB.tra and keeps
-# <decode-dir>/loglikes.JOB.{ark,scp} for scoring. Then steps/score.sh writes wer_LMWT.
+# <decode-dir>/loglikes.JOB.{ark,scp} for scoring. Then steps/score.sh writes wer_LMWT (from
+# lattices it makes once from the log-likelihoods, lat.JOB.gz, where the toolkit's C++
+# lattice decoder is built; see its --lattices).
 
 # Begin configuration section.
 nnet=               # non-default network (default: <srcdir>/final.nnet)
