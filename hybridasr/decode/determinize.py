@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple, TypeVar
 
 import numpy as np
 
@@ -28,11 +28,13 @@ from hybridasr.kaldi.lattice import INF, Arc, CompactLattice
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 _QUANT = 1.0 / 1024  # Kaldi's determinization delta: residual weights this close are equal
 
 
-class _TooLarge(Exception):
-    pass
+class TooLarge(Exception):
+    """A determinization passed its number of states."""
 
 
 def prune_lattice(lat: CompactLattice, beam: float) -> CompactLattice:
@@ -186,7 +188,7 @@ def _determinize(lat: CompactLattice, max_states: int, beam: float = INF) -> Com
             return -1
         if sid is None:
             if len(subsets) >= max_states:
-                raise _TooLarge
+                raise TooLarge
             sid = subsets[key] = out.add_state()
             elems_of.append(elems)
             forward.append(cost)
@@ -285,13 +287,23 @@ def determinize_lattice_pruned(lat: CompactLattice, beam: float, max_states: int
     """The pruned, word-determinized CompactLattice of a state-level lattice;
     ``phone_of_tid`` (``phone_boundaries``) determinizes on phones first, as Kaldi does: the
     same word sequences and best weights, found with a fraction of the work."""
+    def attempt(beam: float) -> CompactLattice:
+        if phone_of_tid is not None:
+            phones = _phone_pass(lat, beam, max_states, phone_of_tid)
+            return _determinize(prune_lattice(phones, INF), max_states, beam)
+        return _determinize(prune_lattice(lat, beam), max_states, beam)
+
+    return with_narrowing_beam(attempt, beam, max_states)
+
+
+def with_narrowing_beam(attempt: Callable[[float], T], beam: float, max_states: int) -> T:
+    """``attempt(beam)``, the beam narrowed by a quarter each time the lattice passes
+    ``max_states`` states (TooLarge), as Kaldi's DeterminizeLatticePruned does past
+    ``--max-mem``."""
     while True:
         try:
-            if phone_of_tid is not None:
-                phones = _phone_pass(lat, beam, max_states, phone_of_tid)
-                return _determinize(prune_lattice(phones, INF), max_states, beam)
-            return _determinize(prune_lattice(lat, beam), max_states, beam)
-        except _TooLarge:
+            return attempt(beam)
+        except TooLarge:
             if beam < 1e-3:
                 raise HybridAsrError(
                     f"lattice determinization: not even the best path fits in {max_states} "

@@ -5,18 +5,16 @@ from end to end: only the determinized lattice becomes Python objects."""
 from __future__ import annotations
 
 import ctypes
-import logging
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from hybridasr.decode import native
+from hybridasr.decode.determinize import TooLarge, with_narrowing_beam
 from hybridasr.decode.lattice_faster import RawLattice
-from hybridasr.errors import FormatError, HybridAsrError
+from hybridasr.errors import FormatError
 from hybridasr.kaldi.lattice import INF, Arc, CompactLattice
-
-log = logging.getLogger(__name__)
 
 _OK, _TOO_LARGE, _CYCLE = 0, 3, 4
 
@@ -42,10 +40,6 @@ class ArrayLattice:
     @property
     def num_states(self) -> int:
         return len(self.final_graph)
-
-
-class TooLarge(Exception):
-    pass
 
 
 def from_raw(raw: RawLattice, labels: np.ndarray, tids: np.ndarray) -> ArrayLattice:
@@ -124,25 +118,20 @@ def determinize_raw(raw: RawLattice, pair_tid: np.ndarray, pair_word: np.ndarray
     with the relabelled graph's pair ids): phones first when ``phone_of_tid`` is given."""
     tids = pair_tid[raw.olabel]
     words = pair_word[raw.olabel]
-    while True:
-        try:
-            if phone_of_tid is None:
-                det = determinize(from_raw(raw, words, tids), beam, beam, max_states)
-                return to_compact(det)
-            marks = np.asarray(phone_of_tid, dtype=np.int64)
-            phone = np.where(tids < len(marks), marks[np.minimum(tids, len(marks) - 1)], 0)
-            keys, labels = np.unique((words.astype(np.int64) << 32) | phone,
-                                     return_inverse=True)
-            if not len(keys) or keys[0] != 0:  # label 0 stays "no word, no phone"
-                keys, labels = np.concatenate([[0], keys]), labels + 1
-            phones = determinize(from_raw(raw, labels, tids), beam, beam, max_states)
-            phones.label = (keys >> 32)[phones.label].astype(np.int32)
-            return to_compact(determinize(phones, INF, beam, max_states))
-        except TooLarge:
-            if beam < 1e-3:
-                raise HybridAsrError(
-                    f"lattice determinization: not even the best path fits in {max_states} "
-                    f"states (raise --max-mem)")
-            beam *= 0.75
-            log.warning("lattice determinization reached %d states: beam narrowed to %.3f",
-                        max_states, beam)
+    if phone_of_tid is None:
+        return with_narrowing_beam(
+            lambda b: to_compact(determinize(from_raw(raw, words, tids), b, b, max_states)),
+            beam, max_states)
+    marks = np.asarray(phone_of_tid, dtype=np.int64)
+    phone = np.where(tids < len(marks), marks[np.minimum(tids, len(marks) - 1)], 0)
+    keys, labels = np.unique((words.astype(np.int64) << 32) | phone, return_inverse=True)
+    if not len(keys) or keys[0] != 0:  # label 0 stays "no word, no phone"
+        keys, labels = np.concatenate([[0], keys]), labels + 1
+    by_phones = from_raw(raw, labels, tids)
+
+    def attempt(b: float) -> CompactLattice:
+        phones = determinize(by_phones, b, b, max_states)
+        phones.label = (keys >> 32)[phones.label].astype(np.int32)
+        return to_compact(determinize(phones, INF, b, max_states))
+
+    return with_narrowing_beam(attempt, beam, max_states)
