@@ -71,6 +71,9 @@ def build() -> Path:
                 raise RuntimeError(f"{cxx} failed on {', '.join(map(str, SOURCES))}:\n"
                                    f"{proc.stderr[-2000:]}")
             os.replace(tmp, d / name)
+            for old in d.glob("_hybridasr_native-*.so"):  # built from earlier sources
+                if old.name != name:
+                    old.unlink(missing_ok=True)  # a process that loaded it keeps its copy
             return d / name
         finally:
             if os.path.exists(tmp):

@@ -57,7 +57,7 @@ class LatticeFaster {
     frames_.clear();
     links_.clear();
     last_final_.clear();
-    free_links_.clear();
+    dead_links_ = 0;
     reached_final_ = false;
     num_cols_ = num_cols;
     frames_.emplace_back();
@@ -161,12 +161,6 @@ class LatticeFaster {
   }
 
   int32_t NewLink(const Link &k) {
-    if (!free_links_.empty()) {
-      int32_t i = free_links_.back();
-      free_links_.pop_back();
-      links_[i] = k;
-      return i;
-    }
     links_.push_back(k);
     return static_cast<int32_t>(links_.size() - 1);
   }
@@ -174,7 +168,7 @@ class LatticeFaster {
   void FreeLinks(Token *tok) {
     for (int32_t l = tok->links; l >= 0;) {
       int32_t next = links_[l].tail;
-      free_links_.push_back(l);
+      dead_links_++;
       l = next;
     }
     tok->links = -1;
@@ -347,7 +341,7 @@ class LatticeFaster {
         const int32_t tail = k.tail;
         if (!(nt.extra + (tok.cost + k.graph - nt.cost) <= opts_.lattice_beam)) {
           *prev = tail;
-          free_links_.push_back(l);
+          dead_links_++;
         } else {
           prev = &k.tail;
         }
@@ -365,7 +359,10 @@ class LatticeFaster {
                                                                            : nullptr;
     while (changed) {
       changed = false;
-      for (auto &tok : toks) {
+      // newest first: an epsilon link mostly leads to a token made after its source, whose
+      // extra cost is then settled before the source's is computed (one sweep, not a chain)
+      for (auto it = toks.rbegin(); it != toks.rend(); ++it) {
+        Token &tok = *it;
         float e = kInf;
         int32_t *prev = &tok.links;
         for (int32_t l = tok.links; l >= 0;) {
@@ -375,7 +372,7 @@ class LatticeFaster {
           const int32_t tail = k.tail;
           if (!(le <= opts_.lattice_beam)) {  // also NaN, infinite
             *prev = tail;
-            free_links_.push_back(l);
+            dead_links_++;
           } else {
             if (le < 0) le = 0;  // rounding
             e = std::min(e, le);
@@ -438,6 +435,26 @@ class LatticeFaster {
       Compact(f + 1);
     }
     if (final) Compact(0);
+    if (dead_links_ * 2 > static_cast<int64_t>(links_.size())) CollectLinks();
+  }
+
+  // copies the live links into a new array, each token's together (pruned links are left
+  // where they were, and a reused slot would scatter a token's links over memory)
+  void CollectLinks() {
+    std::vector<Link> live;
+    live.reserve(links_.size() - dead_links_ + 1024);
+    for (auto &f : frames_)
+      for (auto &tok : f) {
+        int32_t *prev = &tok.links;
+        for (int32_t l = tok.links; l >= 0; l = links_[l].tail) {
+          live.push_back(links_[l]);
+          *prev = static_cast<int32_t>(live.size() - 1);
+          prev = &live.back().tail;
+        }
+        *prev = -1;
+      }
+    links_.swap(live);
+    dead_links_ = 0;
   }
 
   const uint32_t *states_;
@@ -447,7 +464,8 @@ class LatticeFaster {
   bool bad_label_ = false, reached_final_ = false;
   std::vector<std::vector<Token>> frames_;
   std::vector<Link> links_;
-  std::vector<int32_t> free_links_, map_, touched_, queue_, renumber_;
+  std::vector<int32_t> map_, touched_, queue_, renumber_;
+  int64_t dead_links_ = 0;
   std::vector<float> costs_, last_final_;
 };
 
