@@ -35,24 +35,52 @@ struct VecHash {
   }
 };
 
-// interned transition-id strings
+// transition-id strings as the nodes of a trie (a node is its parent string plus one tid):
+// one node per distinct prefix, appending is a hash look-up, equal strings are equal ids
 class Strings {
  public:
-  Strings() { Intern({}); }
-  int32_t Intern(const std::vector<int64_t> &s) {
-    auto it = ids_.find(s);
-    if (it != ids_.end()) return it->second;
-    int32_t id = static_cast<int32_t>(all_.size());
-    all_.push_back(s);
-    ids_.emplace(s, id);
+  Strings() {
+    parent_.push_back(-1);
+    tid_.push_back(0);
+    len_.push_back(0);
+  }
+  int32_t Append(int32_t node, int64_t tid) {
+    const uint64_t key = (static_cast<uint64_t>(node) << 32) ^ static_cast<uint32_t>(tid);
+    auto it = child_.find(key);
+    if (it != child_.end()) return it->second;
+    const int32_t id = static_cast<int32_t>(parent_.size());
+    parent_.push_back(node);
+    tid_.push_back(static_cast<int32_t>(tid));
+    len_.push_back(len_[node] + 1);
+    child_.emplace(key, id);
     return id;
   }
-  const std::vector<int64_t> &Get(int32_t id) const { return all_[id]; }
-  size_t size() const { return all_.size(); }
+  template <typename It>
+  int32_t Extend(int32_t node, It begin, It end) {
+    for (It i = begin; i != end; ++i) node = Append(node, *i);
+    return node;
+  }
+  int32_t Intern(const std::vector<int64_t> &v) { return Extend(0, v.begin(), v.end()); }
+  int32_t Length(int32_t id) const { return len_[id]; }
+  // the string's tids, first to last
+  void Get(int32_t id, std::vector<int64_t> *out) const {
+    out->resize(len_[id]);
+    for (int32_t i = len_[id] - 1; i >= 0; i--, id = parent_[id]) (*out)[i] = tid_[id];
+  }
+  std::vector<int64_t> Get(int32_t id) const {
+    std::vector<int64_t> v;
+    Get(id, &v);
+    return v;
+  }
+  // its first n tids
+  int32_t Prefix(int32_t id, int32_t n) const {
+    while (len_[id] > n) id = parent_[id];
+    return id;
+  }
 
  private:
-  std::vector<std::vector<int64_t>> all_;
-  std::unordered_map<std::vector<int64_t>, int32_t, VecHash> ids_;
+  std::vector<int32_t> parent_, tid_, len_;
+  std::unordered_map<uint64_t, int32_t> child_;
 };
 
 struct Arc {
@@ -214,8 +242,8 @@ class Determinizer {
           int32_t &p = pos[c.state];
           if (p >= 0 && !Better(g2, a2, m[p].g, m[p].a)) continue;
           int32_t cell = c.cell;
-          const auto &tids = strings_->Get(arc.str);
-          for (auto it = tids.rbegin(); it != tids.rend(); ++it) {
+          strings_->Get(arc.str, &tids_);
+          for (auto it = tids_.rbegin(); it != tids_.rend(); ++it) {
             cells_.push_back(Cell{*it, cell});
             cell = static_cast<int32_t>(cells_.size() - 1);
           }
@@ -245,10 +273,8 @@ class Determinizer {
   int32_t Concat(int32_t x, int32_t y) {
     if (y == 0) return x;
     if (x == 0) return y;
-    buf_ = strings_->Get(x);
-    const auto &t = strings_->Get(y);
-    buf_.insert(buf_.end(), t.begin(), t.end());
-    return strings_->Intern(buf_);
+    strings_->Get(y, &buf_);
+    return strings_->Extend(x, buf_.begin(), buf_.end());
   }
 
   // the closure of a subset: for each state reached, the best over the elements
@@ -275,9 +301,9 @@ class Determinizer {
     std::vector<Elem> out;
     out.reserve(best.size());
     for (const Best &b : best) {
-      buf_ = strings_->Get(b.t0);
-      for (int32_t c = b.cell; c >= 0; c = cells_[c].rest) buf_.push_back(cells_[c].tid);
-      out.push_back(Elem{b.state, b.g, b.a, strings_->Intern(buf_)});
+      int32_t str = b.t0;
+      for (int32_t c = b.cell; c >= 0; c = cells_[c].rest) str = strings_->Append(str, cells_[c].tid);
+      out.push_back(Elem{b.state, b.g, b.a, str});
     }
     return out;
   }
@@ -381,23 +407,25 @@ class Determinizer {
         if (e.g + e.a < m->g + m->a || (e.g + e.a == m->g + m->a && e.g < m->g)) m = &e;
       const double g0 = m->g, a0 = m->a;
       // the common prefix of the elements' strings goes on the arc
-      size_t n = std::numeric_limits<size_t>::max();
-      for (const Elem &e : nxt) n = std::min(n, strings_->Get(e.str).size());
-      const std::vector<int64_t> &first = strings_->Get(nxt[0].str);
+      int32_t n = std::numeric_limits<int32_t>::max();
+      for (const Elem &e : nxt) n = std::min(n, strings_->Length(e.str));
+      strings_->Get(nxt[0].str, &buf_);
       for (const Elem &e : nxt) {
-        const auto &s = strings_->Get(e.str);
-        size_t i = 0;
-        while (i < n && s[i] == first[i]) i++;
+        if (n == 0) break;
+        strings_->Get(e.str, &tids_);
+        int32_t i = 0;
+        while (i < n && tids_[i] == buf_[i]) i++;
         n = i;
       }
-      const int32_t prefix =
-          strings_->Intern(std::vector<int64_t>(first.begin(), first.begin() + n));
+      const int32_t prefix = strings_->Prefix(nxt[0].str, n);
       std::vector<Elem> residual;
       residual.reserve(nxt.size());
       for (const Elem &e : nxt) {
-        const auto &s = strings_->Get(e.str);
-        const int32_t r = n ? strings_->Intern(std::vector<int64_t>(s.begin() + n, s.end()))
-                            : e.str;
+        int32_t r = e.str;
+        if (n) {
+          strings_->Get(e.str, &tids_);
+          r = strings_->Extend(0, tids_.begin() + n, tids_.end());
+        }
         residual.push_back(Elem{e.state, e.g - g0, e.a - a0, r});
       }
       const int32_t dest = Reach(std::move(residual), here + g0 + a0);
@@ -418,7 +446,7 @@ class Determinizer {
   std::vector<std::vector<Elem>> elems_of_;
   std::unordered_map<std::vector<int64_t>, int32_t, VecHash> subsets_;
   std::unordered_map<int32_t, int32_t> where_;
-  std::vector<int64_t> key_, buf_;
+  std::vector<int64_t> key_, buf_, tids_;
   std::priority_queue<std::pair<double, int32_t>, std::vector<std::pair<double, int32_t>>,
                       std::greater<std::pair<double, int32_t>>>
       heap_;
@@ -476,10 +504,10 @@ void hasr_det_sizes(void *r, int32_t *num_states, int32_t *start, int64_t *num_a
   for (size_t s = 0; s < res->lat.arcs.size(); s++) {
     for (const Arc &arc : res->lat.arcs[s]) {
       a++;
-      t += res->strings.Get(arc.str).size();
+      t += res->strings.Length(arc.str);
     }
     if (res->lat.IsFinal(static_cast<int32_t>(s)))
-      t += res->strings.Get(res->lat.final_str[s]).size();
+      t += res->strings.Length(res->lat.final_str[s]);
   }
   *num_arcs = a;
   *num_tids = t;
