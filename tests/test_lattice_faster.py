@@ -225,3 +225,17 @@ def test_too_many_states_narrows_the_beam(kaldi_polish, caplog):
     with pytest.raises(HybridAsrError, match="not even the best path .* 3 states"):
         determinize_native.determinize_raw(*args, 3)  # fewer than the best path's
     dec.close()
+
+
+def test_a_label_beyond_the_matrix_is_an_error_and_the_next_search_works(setup):
+    from hybridasr.errors import FormatError
+
+    _, lls, _, _ = setup
+    dec = _decoder(setup, beam=11.0, lattice_beam=4.0)
+    utt, ll = next(iter(lls.items()))
+    m = dec.mapping.scaled(ll, ACWT)
+    with pytest.raises(FormatError, match=f"{utt}: the graph has an input label beyond the "
+                                          f"{m.shape[1] - 1} columns"):
+        dec._faster.search(m[:, :-1], utt)
+    assert dec._faster.search(m, utt) is not None
+    dec.close()

@@ -58,7 +58,7 @@ class LatticeFaster {
     links_.clear();
     last_final_.clear();
     dead_links_ = 0;
-    reached_final_ = false;
+    reached_final_ = bad_label_ = false;
     num_cols_ = num_cols;
     frames_.emplace_back();
     FindOrAdd(0, start, 0.0f, nullptr);
