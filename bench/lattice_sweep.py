@@ -47,7 +47,7 @@ def main(argv=None):
     p.add_argument("--beam", type=float, default=13.0, help="re-decoding beam")
     p.add_argument("--max-active", type=int, default=7000)
     p.add_argument("--lattice-configs", default="13:8",
-                   help="lattice routes to time, comma-separated BEAM:LATTICE_BEAM, "
+                   help="lattice routes to time, comma-separated "
                    "BEAM:LATTICE_BEAM[:FLAG...], flags: words (determinize on words alone, "
                    "not phones first), simple (kaldi-decoder's LatticeSimpleDecoder, not the "
                    "toolkit's LatticeFasterDecoder), a number (its --max-active; default "

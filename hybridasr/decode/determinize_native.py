@@ -16,7 +16,7 @@ from hybridasr.decode.lattice_faster import RawLattice
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.lattice import INF, Arc, CompactLattice
 
-_OK, _TOO_LARGE, _CYCLE = 0, 3, 4
+_TOO_LARGE, _CYCLE = 3, 4  # hasr_det_run's codes (0: done)
 
 
 @dataclass

@@ -93,12 +93,13 @@ class LatticeDecoder:
             log.warning("lattices with kaldi-decoder's LatticeSimpleDecoder (no C++ "
                         "compiler for the toolkit's LatticeFasterDecoder): --max-active is "
                         "not applied, and decoding is slower")
-        config = kaldi_decoder.LatticeSimpleDecoderConfig(
-            beam=options.beam, lattice_beam=options.lattice_beam,
-            prune_interval=options.prune_interval)
-        self._decoder = kaldi_decoder.LatticeSimpleDecoder(self.graph.fst, config)
-        self._decodable = kaldi_decoder.DecodableCtc
-        self._tmp = tempfile.mkdtemp(prefix="hybridasr-latgen-")
+        if self._faster is None:  # kaldi-decoder's search, its raw lattice read from a file
+            config = kaldi_decoder.LatticeSimpleDecoderConfig(
+                beam=options.beam, lattice_beam=options.lattice_beam,
+                prune_interval=options.prune_interval)
+            self._decoder = kaldi_decoder.LatticeSimpleDecoder(self.graph.fst, config)
+            self._decodable = kaldi_decoder.DecodableCtc
+            self._tmp = tempfile.mkdtemp(prefix="hybridasr-latgen-")
 
     @property
     def search(self) -> str:
@@ -131,16 +132,9 @@ class LatticeDecoder:
 
     def _from_arrays(self, raw: "lattice_faster.RawLattice") -> CompactLattice:
         """The C++ search's raw lattice (pdf+1 : pair id) as transition-id/word arcs."""
-        tids = self.graph.pair_tid[raw.olabel].tolist()
-        words = self.graph.pair_word[raw.olabel].tolist()
-        lat = CompactLattice(0, [[] for _ in range(len(raw.final))])
-        arcs = lat.arcs
-        for s, d, w, g, a, t in zip(raw.src.tolist(), raw.dst.tolist(), words,
-                                    raw.graph.tolist(), raw.acoustic.tolist(), tids):
-            arcs[s].append(Arc(w, g, a, (t,) if t else (), d))
-        for s in np.flatnonzero(raw.final < INF).tolist():
-            lat.finals[s] = (float(raw.final[s]), 0.0, ())
-        return lat
+        olabel = raw.olabel
+        return determinize_native.to_compact(determinize_native.from_raw(
+            raw, self.graph.pair_word[olabel], self.graph.pair_tid[olabel]))
 
     def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
                utt: str = "") -> LatticeResult:
