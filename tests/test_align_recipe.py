@@ -1,21 +1,34 @@
 """run.sh --realign-iters 1 on kaldi_digits (tiny model, 2 epochs each): round 1 aligns
 data/train with the first network into exp/blstm_ali1 (a Kaldi alignment dir, compared with
-the GMM's), imports it, retrains exp/blstm_re1 and scores it; a second run redoes nothing."""
+the GMM's), imports it, retrains exp/blstm_re1 and scores it on the test set and (with
+--decode-sets) the held-out cv split; a second run redoes nothing. bench/realign_seeds.py's
+figures (per-utterance errors, the paired bootstrap, the report) on those real decodes."""
 from __future__ import annotations
 
+import argparse
 import json
+import subprocess
+import sys
 
 import pytest
 
 from test_recipe_e2e import make_recipe_copy, run_recipe
 
 
+@pytest.fixture(scope="module")
+def realign_seeds(repo_dir):
+    sys.path.insert(0, str(repo_dir / "bench"))
+    import realign_seeds as mod
+    return mod
+
+
 @pytest.mark.slow
-def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path):
+def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_seeds):
     s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
     env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir), OMP_NUM_THREADS="1")
     fast = ("--kaldi-dir", str(kaldi_digits), "--realign-iters", "1", "--use-kaldi-feats",
-            "true", "--train-opts", "--min-batches-per-epoch=20 --num-threads=1")
+            "true", "--train-opts", "--min-batches-per-epoch=20 --num-threads=1",
+            "--decode-sets", "test train_cv10")
     out = run_recipe(s5, env, *fast)
     assert "realignment round 1 of 1" in out
     ali = s5 / "exp/blstm_ali1"
@@ -25,11 +38,59 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path):
     assert 0 < cmp["phone_agreement"] <= 100
     assert json.loads((s5 / "exp/blstm_ali1_targets/import_report.json").read_text())[
         "utterances_imported"] == 120
+    cv_utts = len((s5 / "data/train_cv10/text").read_text().splitlines())
     for d in ("exp/blstm", "exp/blstm_re1"):
         assert list((s5 / d / "decode_test").glob("wer_*")), d
-        assert (s5 / d / "summary.txt").exists()
+        assert list((s5 / d / "decode_train_cv10").glob("wer_*")), d
+        summary = json.loads((s5 / d / "summary.json").read_text())
+        other = summary["other_sets"][f"{d}/decode_train_cv10"]
+        assert other["wer_line"].startswith("%WER") and 0 <= other["wer"] <= 100
+        assert f"decode_train_cv10:  {other['wer_line']}" in (s5 / d / "summary.txt").read_text()
     assert "realignment round 1: exp/blstm_ali1 against the GMM's" in out
     again = run_recipe(s5, env, *fast, "--stage", "4")
     assert "exp/blstm_ali1 is already aligned with exp/blstm: skipping" in again
     assert "exp/blstm_re1/final.nnet exists: skipping" in again
-    assert "exp/blstm_re1/decode_test is already scored: skipping" in again
+    for d in ("exp/blstm", "exp/blstm_re1"):
+        for x in ("test", "train_cv10"):
+            assert f"{d}/decode_{x} is already scored: skipping" in again
+    # a set the recipe has not made: an error naming it, before anything is decoded
+    p = subprocess.run(["./run.sh", *fast[:-1], "test dev_clean", "--stage", "4",
+                        "--stop-stage", "4"], cwd=s5, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode != 0 and "data/dev_clean, which has no feats.scp" in p.stderr
+    assert not (s5 / "exp/blstm/decode_dev_clean").exists()
+
+    # bench/realign_seeds.py's figures from these real decodes
+    words = str(kaldi_digits / "exp/mono/graph/words.txt")
+    first = realign_seeds.model_figures(str(s5), "blstm", words)
+    re1 = realign_seeds.model_figures(str(s5), "blstm_re1", words, "blstm_ali1")
+    for m in (first, re1):
+        assert len(m["test"]["utterances"]) == 30 and len(m["cv"]["utterances"]) == cv_utts
+        for k, x in (("test", "test"), ("cv", "train_cv10")):  # the errors of the best wer_*
+            line = realign_seeds.best_wer(str(s5 / "exp" / m["exp"] / f"decode_{x}"))[1]
+            assert f"[ {m[k]['errors']} / {m[k]['words']}," in line
+    assert re1["alignment"]["phone_agreement"] == cmp["phone_agreement"]
+    args = argparse.Namespace(rounds=1, bootstrap=200, realign_init="scratch")
+    prepared = {"tr_utts": len((s5 / "data/train_tr90/text").read_text().splitlines()),
+                "cv_utts": cv_utts, "test_utts_used": 30}
+    png = tmp_path / "realign.png"
+    realign_seeds.plot({7: [first, re1]}, str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = realign_seeds.report({7: [first, re1]}, args, 1.0, prepared, str(png))
+    assert "![test and cv WER per seed](realign.png)" in md
+    assert "| 7 | `blstm` | GMM (tri1) |" in md and "|  | `blstm_re1` | `blstm_ali1` | 120 / 120 |" in md
+    total = first["test"]["errors"] + first["cv"]["errors"]
+    assert f"| first model | {first['test']['errors']} | {first['cv']['errors']} |" in md
+    assert f"({total}/{first['test']['words'] + first['cv']['words']})" in md
+    assert "Round 1: over 1 seed and" in md
+
+
+def test_paired_bootstrap(realign_seeds):
+    same = [(3, 3, 10), (0, 0, 5), (2, 2, 8)]
+    assert realign_seeds.paired_bootstrap(same, 500) == (0.0, 0.0)
+    worse = [(1, 2, 10), (0, 1, 10), (2, 3, 10), (1, 2, 10)]  # one more error in every one
+    lo, hi = realign_seeds.paired_bootstrap(worse, 500)
+    assert lo == hi == pytest.approx(10.0)
+    mixed = [(1, 0, 10), (0, 1, 10)] * 20
+    lo, hi = realign_seeds.paired_bootstrap(mixed, 2000)
+    assert lo < 0 < hi and hi - lo < 10

@@ -5,7 +5,7 @@ import glob
 import json
 import os
 import re
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 _WER_RE = re.compile(r"^%WER\s+([0-9.]+)\s+\[\s*(\d+)\s*/\s*(\d+)")
 
@@ -33,11 +33,19 @@ def read_metrics(exp_dir: str) -> list:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def summarize(exp_dir: str, decode_dir: str, gmm_decode_dir: Optional[str] = None) -> dict:
+def summarize(exp_dir: str, decode_dir: str, gmm_decode_dir: Optional[str] = None,
+              more_decode_dirs: Sequence[str] = ()) -> dict:
+    """``more_decode_dirs``: other data sets' decode dirs, each listed under ``other_sets``
+    with its best WER (``wer``, ``wer_line``, ``wer_file``), or None when it has no ``wer_*``."""
     out: dict = {"exp_dir": exp_dir, "decode_dir": decode_dir}
     b = best_wer(decode_dir)
     if b:
         out["wer"], out["wer_line"], out["wer_file"] = b
+    if more_decode_dirs:
+        out["other_sets"] = {}
+        for d in more_decode_dirs:
+            o = best_wer(d)
+            out["other_sets"][d] = dict(zip(("wer", "wer_line", "wer_file"), o)) if o else None
     if gmm_decode_dir:
         g = best_wer(gmm_decode_dir)
         if g:
@@ -68,6 +76,9 @@ def format_summary(s: dict) -> str:
              + (f"  ({s['wer_file']})" if "wer_file" in s else "")]
     if "gmm_wer_line" in s:
         lines.append(f"GMM system:    {s['gmm_wer_line']}  ({s['gmm_wer_file']})")
+    for d, o in s.get("other_sets", {}).items():
+        lines.append(f"{os.path.basename(os.path.normpath(d))}:" + (
+            f"  {o['wer_line']}  ({o['wer_file']})" if o else f"  no wer_* found in {d}"))
     if "epochs" in s:
         lines.append(f"training:      {s['epochs']} epochs, {s.get('train_seconds', 0)} s, "
                      f"{s.get('frames_per_second', '?')} frames/s, padding ratio "

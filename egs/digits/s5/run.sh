@@ -40,6 +40,9 @@ exp_name=blstm
 realign_iters=0      # align-and-retrain rounds after the first model (stage 4)
 realign_init=scratch # scratch: each round trains a new model | previous: from the model that
                      # aligned (train.py --init-model, nnet1's --nnet-init)
+decode_sets=test     # data dirs under data/ each model decodes into <exp>/decode_<set>, e.g.
+                     # "test train_cv10" (train_cv10: the 10% of data/train held out from
+                     # training: more words than a small test set to compare models on)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -61,7 +64,9 @@ Options (default):
   --realign-iters N            # rounds of: align data/train with the network into exp/<name>_ali<k>,
                                # retrain on it into exp/<name>_re<k>, decode+score ($realign_iters)
   --realign-init scratch|previous # a round's training starts from a new model or from the
-                               # model that aligned ($realign_init)"
+                               # model that aligned ($realign_init)
+  --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
+                               # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)"
 
 echo "$0 $@"
 cd "$(dirname "$0")"
@@ -95,21 +100,29 @@ banner() { echo; echo "===== stage $1: $2 ($(date '+%F %T')) ====="; }
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 start_time=$(date +%s)
 
-# decode_and_score <exp-dir>: decodes data/test with <exp-dir>/final.nnet unless already scored
+# decode_and_score <exp-dir>: decodes each of --decode-sets (data/<set>) with <exp-dir>/final.nnet
+# into <exp-dir>/decode_<set>, unless already scored
 decode_and_score() {
-  local d=$1 newest_wer spk decode_nj
-  newest_wer=$(ls -t $d/decode_test/wer_* 2>/dev/null | head -n 1 || true)
-  if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $d/final.nnet ]; then
-    echo "$d/decode_test is already scored: skipping"
-    return 0
-  fi
-  # decoding is split by speaker (as Kaldi's): at most one job per test speaker
-  spk=$(wc -l < data/test/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
-  if [ $decode_nj -lt $nj ]; then
-    echo "$0: data/test has $spk speaker(s): decoding with --nj $decode_nj"
-  fi
-  steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
-    "$kaldi_dir/$graph" data/test $d/decode_test
+  local d=$1 x newest_wer spk decode_nj
+  for x in $decode_sets; do
+    if [ ! -s data/$x/feats.scp ]; then
+      echo "$0: --decode-sets names data/$x, which has no feats.scp (the recipe makes data/test," \
+        "and in stage 2 data/train_tr90 and data/train_cv10)" >&2
+      exit 1
+    fi
+    newest_wer=$(ls -t $d/decode_$x/wer_* 2>/dev/null | head -n 1 || true)
+    if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $d/final.nnet ]; then
+      echo "$d/decode_$x is already scored: skipping"
+      continue
+    fi
+    # decoding is split by speaker (as Kaldi's): at most one job per speaker
+    spk=$(wc -l < data/$x/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
+    if [ $decode_nj -lt $nj ]; then
+      echo "$0: data/$x has $spk speaker(s): decoding with --nj $decode_nj"
+    fi
+    steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
+      "$kaldi_dir/$graph" data/$x $d/decode_$x
+  done
 }
 
 # train_on <ali-targets-dir> <exp-dir>: stage 3's training on other targets
@@ -195,7 +208,7 @@ if run_stage 3; then
 fi
 
 if run_stage 4; then
-  banner 4 "decode data/test with $kaldi_dir/$graph and score"
+  banner 4 "decode $(printf 'data/%s ' $decode_sets)with $kaldi_dir/$graph and score"
   decode_and_score $dir
   src=$dir
   for k in $(seq 1 $realign_iters); do
@@ -224,11 +237,14 @@ fi
 
 if run_stage 5; then
   banner 5 "summary"
-  recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" $dir $dir/decode_test | tee $dir/summary.txt
+  # the first of --decode-sets is the one set beside the GMM system's decode
+  recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" $dir $(printf "$dir/decode_%s " $decode_sets) \
+    | tee $dir/summary.txt
   for k in $(seq 1 $realign_iters); do
     echo "realignment round $k: ${dir}_ali$k against the GMM's: $(json_get.py ${dir}_ali$k/compare_gmm.json \
       phone_agreement | tr -d '\n')% of frames on the same phone"
-    recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" ${dir}_re$k ${dir}_re$k/decode_test \
+    recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" ${dir}_re$k \
+      $(printf "${dir}_re$k/decode_%s " $decode_sets) \
       | tee ${dir}_re$k/summary.txt
   done
 fi

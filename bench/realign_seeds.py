@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""Realignment rounds over several seeds (issue 16): does a network retrained on its own
+alignment score a WER no worse than the first network?
+
+A 10-utterance test set cannot tell two models 1 to 3 words apart, so every model is scored
+on the test set and on the cv split (``data/train_cv10``: held out from every round's
+training; its newbob control set, never trained on), over several training seeds, and the
+difference is given with a paired bootstrap over (seed, utterance) pairs.
+
+In ``--work-dir``: the preparation ``bench/seeds.py`` shares (``bench/seeds_prep.py``: a Kaldi
+dir cut from kaldi_polish, the recipe's stages 0-2), then per seed S the recipe itself::
+
+    run.sh --stage 3 --exp-name blstm_sS --realign-iters R --realign-init I \\
+           --decode-sets "test train_cv10" --train-opts "--seed=S ..."
+
+(a rerun skips what is done: trained models, alignments and decodes are read back). Prints
+one JSON line per model and writes ``--out``: a table per seed and round (alignment agreement
+with the GMM's, test and cv WER), the totals over seeds and the bootstrap interval.
+
+e.g.: bench/realign_seeds.py --seeds 1,2,3 --out docs/realign_seeds.md   # ~20 min a seed
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from seeds_prep import DEFAULT_KALDI, GMM, REPO, prepare  # noqa: E402
+
+sys.path.insert(0, REPO)
+import kaldialign  # noqa: E402
+
+from hybridasr.kaldi.table import read_map, read_text_archive  # noqa: E402
+from hybridasr.recipe.summary import best_wer  # noqa: E402
+
+SETS = ("test", "train_cv10")
+SET_NAMES = {"test": "test", "train_cv10": "cv"}
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kaldi-dir", default=DEFAULT_KALDI, help="kaldi_polish (default: %(default)s)")
+    p.add_argument("--work-dir", default="/tmp/realign_seeds", help="runs are kept here")
+    p.add_argument("--seeds", default="1,2,3", help="training seeds, comma-separated")
+    p.add_argument("--rounds", type=int, default=1, help="realignment rounds (--realign-iters)")
+    p.add_argument("--realign-init", default="scratch", choices=("scratch", "previous"))
+    p.add_argument("--train-opts", default="", help="more train.py options for every run")
+    p.add_argument("--recipe-opts", default="", help="more run.sh options, e.g. --model-config")
+    p.add_argument("--nj", type=int, default=2)
+    p.add_argument("--bootstrap", type=int, default=10000, help="bootstrap resamples")
+    p.add_argument("--out", default="", help="the markdown report (default: print only)")
+    return p
+
+
+def run_seed(work: str, kaldi: str, seed: int, args) -> str:
+    """The recipe's stages 3-5 for one seed; returns the first model's exp dir name."""
+    name = f"blstm_s{seed}"
+    opts = f"--seed={seed}" + (f" {args.train_opts}" if args.train_opts else "")
+    cmd = [os.path.join(work, "run.sh"), "--kaldi-dir", kaldi, "--ali", GMM + "_ali",
+           "--graph", GMM + "/graph", "--nj", str(args.nj), "--stage", "3",
+           "--exp-name", name, "--realign-iters", str(args.rounds),
+           "--realign-init", args.realign_init, "--decode-sets", " ".join(SETS),
+           "--train-opts", opts] + args.recipe_opts.split()
+    log = os.path.join(work, f"log.{name}")
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("# " + " ".join(cmd) + "\n")
+        f.flush()
+        rc = subprocess.run(cmd, cwd=work, env=dict(os.environ, HYBRIDASR_ROOT=REPO),
+                            stdout=f, stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        raise SystemExit(f"seed {seed}: the recipe failed (rc {rc}); see {log}")
+    return name
+
+
+def _best_tra(decode_dir: str) -> Tuple[str, str]:
+    """(the best ``wer_*`` line, the ``scoring/`` transcript behind it)."""
+    b = best_wer(decode_dir)
+    if b is None:
+        raise SystemExit(f"{decode_dir}: no wer_* (not scored)")
+    m = re.fullmatch(r"wer_(\d+)(?:_([0-9.]+))?", os.path.basename(b[2]))
+    if not m:
+        raise SystemExit(f"{b[2]}: not a wer_LMWT[_WIP] file")
+    sub = f"penalty_{m.group(2)}/" if m.group(2) else ""
+    return b[1], os.path.join(decode_dir, "scoring", f"{sub}{m.group(1)}.tra")
+
+
+def utterance_errors(decode_dir: str, words_txt: str) -> Dict[str, Tuple[int, int]]:
+    """{utterance: (word errors, reference words)} at the decode dir's best ``wer_*``,
+    from ``scoring/test_filt.txt`` and that LM weight's ``scoring/*.tra``."""
+    line, tra = _best_tra(decode_dir)
+    refs = read_text_archive(os.path.join(decode_dir, "scoring", "test_filt.txt"))
+    id2word = {v: k for k, v in read_map(words_txt).items()}
+    hyps = {u: [id2word.get(w, w) for w in ws] for u, ws in read_text_archive(tra).items()}
+    out = {}
+    for u, ref in refs.items():
+        hyp = hyps.get(u, [])
+        errs = kaldialign.edit_distance(ref, hyp)["total"] if (ref or hyp) else 0
+        out[u] = (errs, len(ref))
+    total = sum(e for e, _ in out.values()), sum(n for _, n in out.values())
+    want = re.search(r"\[\s*(\d+)\s*/\s*(\d+)", line)
+    if want and (int(want.group(1)), int(want.group(2))) != total:
+        raise SystemExit(f"{decode_dir}: per-utterance errors {total} differ from {line!r}")
+    return out
+
+
+def model_figures(work: str, exp: str, words_txt: str, ali: Optional[str] = None) -> dict:
+    """One model: per set its best WER line and per-utterance errors; for a retrained model
+    the agreement of the alignment it was trained on with the GMM's."""
+    fig: dict = {"exp": exp}
+    for s in SETS:
+        d = os.path.join(work, "exp", exp, f"decode_{s}")
+        utts = utterance_errors(d, words_txt)
+        errs = sum(e for e, _ in utts.values())
+        words = sum(n for _, n in utts.values())
+        fig[SET_NAMES[s]] = {"errors": errs, "words": words, "wer": round(100.0 * errs / words, 2),
+                             "utterances": utts}
+    if ali:
+        with open(os.path.join(work, "exp", ali, "compare_gmm.json"), encoding="utf-8") as f:
+            c = json.load(f)
+        fig["alignment"] = {"dir": ali, "utterances": c["utterances"],
+                            "not_aligned": c["num_only_in_first"],
+                            "phone_agreement": c["phone_agreement"],
+                            "pdf_agreement": c["pdf_agreement"]}
+    return fig
+
+
+def paired_bootstrap(diffs: Sequence[Tuple[int, int, int]], n: int, seed: int = 0
+                     ) -> Tuple[float, float]:
+    """95% interval of the WER difference (percent points) from (errors A, errors B, words)
+    triples resampled with replacement (paired: both models on the same utterance)."""
+    rng = random.Random(seed)
+    k = len(diffs)
+    stats = []
+    for _ in range(n):
+        de = dw = 0
+        for _ in range(k):
+            a, b, w = diffs[rng.randrange(k)]
+            de += b - a
+            dw += w
+        stats.append(100.0 * de / max(dw, 1))
+    stats.sort()
+    return stats[int(0.025 * (n - 1))], stats[int(0.975 * (n - 1))]
+
+
+def compare(first: dict, other: dict, sets: Sequence[str]) -> List[Tuple[int, int, int]]:
+    """(first's errors, other's errors, words) per utterance of ``sets``."""
+    out = []
+    for s in sets:
+        a, b = first[s]["utterances"], other[s]["utterances"]
+        for u in sorted(a):
+            out.append((a[u][0], b[u][0], a[u][1]))
+    return out
+
+
+def _wer(errs: int, words: int) -> str:
+    return f"{100.0 * errs / words:.2f} ({errs}/{words})"
+
+
+def plot(results: Dict[int, List[dict]], path: str) -> None:
+    """Test and cv WER of every model, a group of bars per seed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    seeds = sorted(results)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=False)
+    for ax, k in zip(axes, ("test", "cv")):
+        n = len(results[seeds[0]])
+        width = 0.8 / n
+        for r in range(n):
+            ax.bar([i + r * width for i in range(len(seeds))],
+                   [results[s][r][k]["wer"] for s in seeds], width,
+                   label="first model" if r == 0 else f"round {r}")
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(seeds))])
+        ax.set_xticklabels([f"seed {s}" for s in seeds])
+        words = results[seeds[0]][0][k]["words"]
+        ax.set_title(f"{k} WER % ({words} words)")
+        lo = min(results[s][r][k]["wer"] for s in seeds for r in range(n))
+        ax.set_ylim(max(0.0, lo - 10), None)
+    axes[0].legend(loc="lower left")
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def report(results: Dict[int, List[dict]], args, seconds: float, prepared: dict,
+           png: str = "") -> str:
+    seeds = sorted(results)
+    lines = ["# Realignment rounds over seeds (kaldi_polish)", "",
+             "Generated by `bench/realign_seeds.py "
+             + " ".join(a for a in sys.argv[1:] if a) + f"` in {seconds:.0f} s on "
+             f"{platform.node() or 'this machine'} ({os.cpu_count()} cores; runs already in "
+             "the work dir are read back, not redone). "
+             f"Data: {prepared['tr_utts']} training, {prepared['cv_utts']} cv and "
+             f"{prepared['test_utts_used']} test utterances; the recipe's default confs; "
+             f"`--realign-init {args.realign_init}`. The cv split is held out from every "
+             "model's training (it is newbob's control set). WER: each model's best LM weight "
+             "(`wer_*`), as the recipe reports it.", "",
+             "| seed | model | trained on | aligned (of GMM-aligned) | phone / pdf agreement "
+             "with the GMM | test WER | cv WER | test+cv errors |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for s in seeds:
+        for i, m in enumerate(results[s]):
+            a = m.get("alignment")
+            trained = f"`{a['dir']}`" if a else "GMM (tri1)"
+            aligned = (f"{a['utterances'] - a['not_aligned']} / {a['utterances']}" if a else "-")
+            agree = f"{a['phone_agreement']:.2f}% / {a['pdf_agreement']:.2f}%" if a else "-"
+            both = m["test"]["errors"] + m["cv"]["errors"]
+            lines.append(f"| {s if i == 0 else ''} | `{m['exp']}` | {trained} | {aligned} | "
+                         f"{agree} | {_wer(m['test']['errors'], m['test']['words'])} | "
+                         f"{_wer(m['cv']['errors'], m['cv']['words'])} | {both} |")
+    lines += ["", "Totals over the seeds, and the retrained model's difference from the first "
+              f"(paired bootstrap over (seed, utterance), {args.bootstrap} resamples, 95%):", "",
+              "| round | test errors | cv errors | test+cv WER | difference from the first "
+              "(points) | 95% interval |", "| --- | --- | --- | --- | --- | --- |"]
+    verdict = []
+    for r in range(args.rounds + 1):
+        tot = {k: sum(results[s][r][k]["errors"] for s in seeds) for k in ("test", "cv")}
+        words = {k: sum(results[s][r][k]["words"] for s in seeds) for k in ("test", "cv")}
+        all_w = words["test"] + words["cv"]
+        all_e = tot["test"] + tot["cv"]
+        if r == 0:
+            lines.append(f"| first model | {tot['test']} | {tot['cv']} | "
+                         f"{_wer(all_e, all_w)} | - | - |")
+            first_e = all_e
+            continue
+        pairs = [p for s in seeds for p in compare(results[s][0], results[s][r], ("test", "cv"))]
+        lo, hi = paired_bootstrap(pairs, args.bootstrap)
+        diff = 100.0 * (all_e - first_e) / all_w
+        lines.append(f"| round {r} | {tot['test']} | {tot['cv']} | {_wer(all_e, all_w)} | "
+                     f"{diff:+.2f} | [{lo:+.2f}, {hi:+.2f}] |")
+        test_pairs = [(results[s][0]["test"]["errors"], results[s][r]["test"]["errors"])
+                      for s in seeds]
+        worse = sum(b > a for a, b in test_pairs)
+        verdict.append(
+            f"Round {r}: over {len(seeds)} seed{'s' if len(seeds) > 1 else ''} and {all_w} words the retrained models make "
+            f"{all_e - first_e:+d} errors against the first models ({diff:+.2f} points, 95% "
+            f"interval [{lo:+.2f}, {hi:+.2f}]): "
+            + ("no worse" if all_e <= first_e else "worse")
+            + (" and not distinguishable from the first" if lo <= 0 <= hi else
+               (", significantly better" if hi < 0 else ", significantly worse"))
+            + f". On the test set alone the retrained model is worse for {worse} of "
+            f"{len(seeds)} seed{'s' if len(seeds) > 1 else ''} ({sum(b - a for a, b in test_pairs):+d} errors in all, of "
+            f"{words['test']} words).")
+    lines += [""] + verdict + [""]
+    if png:
+        lines += [f"![test and cv WER per seed]({os.path.basename(png)})", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = get_parser().parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    start = time.time()
+    work = os.path.abspath(args.work_dir)
+    prepared = prepare(work, args.kaldi_dir, 0, 0.0, 0, args.nj,
+                       lambda m: print(m, file=sys.stderr))
+    kaldi = os.path.join(work, "kaldi")
+    words_txt = os.path.join(kaldi, GMM, "graph", "words.txt")
+    results: Dict[int, List[dict]] = {}
+    for seed in seeds:
+        name = run_seed(work, kaldi, seed, args)
+        models = [model_figures(work, name, words_txt)]
+        for r in range(1, args.rounds + 1):
+            models.append(model_figures(work, f"{name}_re{r}", words_txt, f"{name}_ali{r}"))
+        results[seed] = models
+        for m in models:
+            print(json.dumps({"seed": seed, "exp": m["exp"],
+                              **{k: {kk: v for kk, v in m[k].items() if kk != "utterances"}
+                                 for k in ("test", "cv")},
+                              **({"alignment": m["alignment"]} if "alignment" in m else {})}),
+                  flush=True)
+    png = os.path.splitext(args.out)[0] + ".png" if args.out else ""
+    if png:
+        plot(results, png)
+    text = report(results, args, time.time() - start, prepared, png)
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, args.out)
+    print(text, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
