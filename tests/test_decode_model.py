@@ -20,6 +20,7 @@ import torch
 
 from hybridasr import models
 from hybridasr.data.transform import FeatureTransform
+from hybridasr.kaldi.lattice import read_lattices
 from hybridasr.kaldi.table import read_text_archive
 
 CONFIG = {"model": "blstm", "num_layers": 2, "hidden_size": 32, "proj_size": 0, "dropout": 0.0}
@@ -116,14 +117,28 @@ def test_decode_sh_with_real_forward(exp, repo_dir, kaldi_digits, env_with_path)
               "--min-lmwt 10 --max-lmwt 10", str(graph), "data/test", "exp/dnn/decode_test"],
              env_with_path, exp)
     assert p.returncode == 0, p.stdout + p.stderr
+    assert "embedded decoder, lattices, 2 jobs" in p.stdout
     dec = exp / "exp/dnn/decode_test"
-    hyps = {**read_text_archive(str(dec / "hyp.1.tra")),
-            **read_text_archive(str(dec / "hyp.2.tra"))}
-    assert len(hyps) == 30  # every utterance has an entry, decodable or not
+    # the C++ lattice decoder writes lat.JOB.gz itself: one search per utterance, no 1-best pass
+    assert sorted(x.name for x in dec.glob("lat.*.gz")) == ["lat.1.gz", "lat.2.gz"]
+    assert not list(dec.glob("hyp.*")) and not (dec / "log/latgen.1.log").exists()
+    keys = sorted(k for k, _ in read_lattices(f"ark:gunzip -c {dec}/lat.*.gz|"))
+    assert len(keys) == 30  # every utterance has a lattice (partial where no final state)
     lines = (dec / "wer_10").read_text().splitlines()
     assert lines[-1] == "Scored 30 sentences, 0 not present in hyp."
     assert lines[-3].startswith("%WER ") and "/ 30, " in lines[-3]
     assert not (dec / "wer_11").exists()
+    # --lattices false: the 1-best decoder (hyp.JOB.tra), and scoring decodes again per weight
+    p = _run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "2", "--lattices", "false",
+              "--scoring-opts", "--min-lmwt 10 --max-lmwt 10", str(graph), "data/test",
+              "exp/dnn/decode_test_1best"], env_with_path, exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    one = exp / "exp/dnn/decode_test_1best"
+    hyps = {**read_text_archive(str(one / "hyp.1.tra")),
+            **read_text_archive(str(one / "hyp.2.tra"))}
+    assert len(hyps) == 30  # every utterance has an entry, decodable or not
+    assert not list(one.glob("lat.*"))
+    assert (one / "wer_10").read_text().splitlines()[-3:] == lines[-3:]  # the same search
     # the Kaldi pipe: forward.py's archive on stdin of latgen-faster-mapped (a stand-in)
     bin_dir = exp / "bin"
     bin_dir.mkdir()

@@ -2,11 +2,11 @@
 # Decodes a data dir with a trained hybridasr network, with Kaldi nnet1's steps/nnet/decode.sh
 # interface. forward.py writes scaled log-likelihoods (log-posteriors minus log-priors from
 # the pdf counts); with Kaldi's latgen-faster-mapped on PATH they are piped into it exactly as
-# Kaldi's nnet1 does (<decode-dir>/lat.JOB.gz); otherwise the embedded decoder
-# (decode_faster_mapped.py, Kaldi's FasterDecoder) writes <decode-dir>/hyp.JOB.tra and keeps
-# <decode-dir>/loglikes.JOB.{ark,scp} for scoring. Then steps/score.sh writes wer_LMWT (from
-# lattices it makes once from the log-likelihoods, lat.JOB.gz, where the toolkit's C++
-# lattice decoder is built; see its --lattices).
+# Kaldi's nnet1 does (<decode-dir>/lat.JOB.gz); otherwise they are kept in
+# <decode-dir>/loglikes.JOB.{ark,scp} and the embedded decoder reads them: the toolkit's C++
+# lattice decoder (latgen_faster_mapped.py, Kaldi's latgen-faster-mapped) writes lat.JOB.gz
+# where it is built, else decode_faster_mapped.py (Kaldi's FasterDecoder) writes the 1-best
+# hyp.JOB.tra. Then steps/score.sh writes wer_LMWT (see its --lattices).
 
 # Begin configuration section.
 nnet=               # non-default network (default: <srcdir>/final.nnet)
@@ -19,10 +19,13 @@ cmd=run.pl
 decoder=auto        # auto (Kaldi's latgen-faster-mapped if on PATH) | kaldi | embedded
 acwt=0.10           # acoustic scale of the decoding (scoring sweeps LM weights)
 beam=13.0
-lattice_beam=8.0    # Kaldi lattices only
+lattices=auto       # embedded decoder: auto: lattices where the toolkit's C++ lattice decoder
+                    # is built, else 1-best | true: lattices (kaldi-decoder's slower search
+                    # without the C++ one) | false: 1-best, and scoring re-decodes per LM weight
+lattice_beam=8.0    # lattices (Kaldi's or the toolkit's C++ decoder)
 min_active=200
 max_active=7000
-max_mem=50000000    # Kaldi lattices only
+max_mem=50000000    # lattice determinization memory (bytes)
 prior_scale=1.0
 device=cpu          # cpu|cuda|auto, as steps/nnet/train.sh's
 chunking=           # size:step, as train.py's: forward windows of size frames every step
@@ -54,6 +57,7 @@ Options:
   --nnet <file>                # network (default: <srcdir>/final.nnet)
   --srcdir <dir>               # model dir (default: parent of <decode-dir>)
   --decoder auto|kaldi|embedded  # (default: $decoder)
+  --lattices auto|true|false   # embedded decoder: lattices or 1-best (default: $lattices)
   --device cpu|cuda|auto       # where the network runs (default: $device)
   --chunking <size:step>       # forward in overlapping windows (default: whole utterances)
   --acwt <float>               # acoustic scale (default: $acwt)
@@ -106,6 +110,16 @@ case $decoder in
   embedded) ;;
   *) echo "$0: bad --decoder $decoder (auto|kaldi|embedded)" >&2; exit 1 ;;
 esac
+# the embedded decoder writes lattices where the toolkit's C++ lattice decoder is built
+embedded_lattices=false
+case $lattices in
+  true) embedded_lattices=true ;;
+  false) ;;
+  auto) if python3 -c 'from hybridasr.decode import lattice_faster as l
+raise SystemExit(0 if l.available() else 1)' 2>/dev/null; then embedded_lattices=true; fi ;;
+  *) echo "$0: bad --lattices $lattices (auto|true|false)" >&2; exit 1 ;;
+esac
+[ $decoder = embedded ] || embedded_lattices=false
 
 mkdir -p "$dir/log"
 sdata=$data/split$nj
@@ -134,7 +148,7 @@ run_jobs() {
 }
 
 if [ $stage -le 0 ]; then
-  echo "$0: decoding $data with $nnet ($decoder decoder, $nj jobs)"
+  echo "$0: decoding $data with $nnet ($decoder decoder$($embedded_lattices && echo ", lattices"), $nj jobs)"
   if [ $decoder = kaldi ]; then
     rm -f "$dir"/hyp.*.tra "$dir"/loglikes.*.scp
     # pipefail: a failing forward.py fails the job (latgen-faster-mapped would end quietly)
@@ -146,20 +160,28 @@ if [ $stage -le 0 ]; then
         --word-symbol-table="$graphdir/words.txt" "$model" "$graphdir/HCLG.fst" ark:- \
         "ark:|gzip -c > $dir/lat.JOB.gz"
   else
-    rm -f "$dir"/lat.*.gz
+    rm -f "$dir"/lat.*.gz "$dir"/hyp.*.tra
     run_jobs "forward" "$dir/log/forward.JOB.log" \
       forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" \
         "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
-    run_jobs "decoding" "$dir/log/decode.JOB.log" \
-      decode_faster_mapped.py --acoustic-scale=$acwt --beam=$beam --max-active=$max_active \
-        --min-active=$min_active --word-symbol-table="$graphdir/words.txt" "$model" \
-        "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark,t:$dir/hyp.JOB.tra"
+    if $embedded_lattices; then
+      run_jobs "decoding" "$dir/log/decode.JOB.log" \
+        latgen_faster_mapped.py --min-active=$min_active --max-active=$max_active \
+          --max-mem=$max_mem --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt \
+          --allow-partial=true --word-symbol-table="$graphdir/words.txt" "$model" \
+          "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark:|gzip -c > $dir/lat.JOB.gz"
+    else
+      run_jobs "decoding" "$dir/log/decode.JOB.log" \
+        decode_faster_mapped.py --acoustic-scale=$acwt --beam=$beam --max-active=$max_active \
+          --min-active=$min_active --word-symbol-table="$graphdir/words.txt" "$model" \
+          "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark,t:$dir/hyp.JOB.tra"
+    fi
   fi
 fi
 
 if [ "$skip_scoring" != true ]; then
   # shellcheck disable=SC2086
   "$steps/score.sh" --beam $beam --max-active $max_active --min-active $min_active \
-    $scoring_opts --cmd "$cmd" --model "$model" "$data" "$graphdir" "$dir"
+    --lattices $lattices $scoring_opts --cmd "$cmd" --model "$model" "$data" "$graphdir" "$dir"
 fi
 echo "$0: done decoding $data into $dir"
