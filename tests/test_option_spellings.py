@@ -149,7 +149,7 @@ def test_decode_sh_old_and_new_spellings(tmp_path, repo_dir, kaldi_digits, env_w
     bin_dir, rec = tmp_path / "bin", tmp_path / "rec"
     bin_dir.mkdir()
     rec.mkdir()
-    for prog in ("forward.py", "decode_faster_mapped.py"):
+    for prog in ("forward.py", "decode_faster_mapped.py", "latgen_faster_mapped.py"):
         (bin_dir / prog).write_text(STAND_IN)
         (bin_dir / prog).chmod(0o755)
     graph, data, exp = tmp_path / "graph", tmp_path / "data", tmp_path / "exp"
