@@ -27,6 +27,7 @@ import os
 import platform
 import random
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -54,6 +55,13 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", default="1,2,3", help="training seeds, comma-separated")
     p.add_argument("--rounds", type=int, default=1, help="realignment rounds (--realign-iters)")
     p.add_argument("--realign-init", default="scratch", choices=("scratch", "previous"))
+    p.add_argument("--align-opts", default="",
+                   help="steps/nnet/align.sh options of the rounds (run.sh --align-opts), "
+                        "e.g. '--prior-scale 0.5'")
+    p.add_argument("--variant", default="",
+                   help="a name for these round options: the rounds go to "
+                        "exp/blstm_s<seed>_<variant>_{ali,re}<k>, the first model (trained once "
+                        "per seed, exp/blstm_s<seed>) is shared through a link")
     p.add_argument("--train-opts", default="", help="more train.py options for every run")
     p.add_argument("--recipe-opts", default="", help="more run.sh options, e.g. --model-config")
     p.add_argument("--nj", type=int, default=2)
@@ -62,23 +70,35 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_seed(work: str, kaldi: str, seed: int, args) -> str:
-    """The recipe's stages 3-5 for one seed; returns the first model's exp dir name."""
-    name = f"blstm_s{seed}"
+def _recipe(work: str, kaldi: str, seed: int, name: str, rounds: int, args) -> None:
     opts = f"--seed={seed}" + (f" {args.train_opts}" if args.train_opts else "")
     cmd = [os.path.join(work, "run.sh"), "--kaldi-dir", kaldi, "--ali", GMM + "_ali",
            "--graph", GMM + "/graph", "--nj", str(args.nj), "--stage", "3",
-           "--exp-name", name, "--realign-iters", str(args.rounds),
-           "--realign-init", args.realign_init, "--decode-sets", " ".join(SETS),
-           "--train-opts", opts] + args.recipe_opts.split()
+           "--exp-name", name, "--realign-iters", str(rounds),
+           "--realign-init", args.realign_init, "--align-opts", args.align_opts,
+           "--decode-sets", " ".join(SETS), "--train-opts", opts] + shlex.split(args.recipe_opts)
     log = os.path.join(work, f"log.{name}")
     with open(log, "a", encoding="utf-8") as f:
-        f.write("# " + " ".join(cmd) + "\n")
+        f.write("# " + shlex.join(cmd) + "\n")
         f.flush()
         rc = subprocess.run(cmd, cwd=work, env=dict(os.environ, HYBRIDASR_ROOT=REPO),
                             stdout=f, stderr=subprocess.STDOUT).returncode
     if rc != 0:
         raise SystemExit(f"seed {seed}: the recipe failed (rc {rc}); see {log}")
+
+
+def run_seed(work: str, kaldi: str, seed: int, args) -> str:
+    """The recipe's stages 3-5 for one seed; returns the exp name its rounds hang off."""
+    base = f"blstm_s{seed}"
+    if not args.variant:
+        _recipe(work, kaldi, seed, base, args.rounds, args)
+        return base
+    _recipe(work, kaldi, seed, base, 0, args)  # the first model, trained once per seed
+    name = f"{base}_{args.variant}"
+    link = os.path.join(work, "exp", name)
+    if not os.path.lexists(link):
+        os.symlink(base, link)
+    _recipe(work, kaldi, seed, name, args.rounds, args)
     return name
 
 
@@ -204,7 +224,9 @@ def report(results: Dict[int, List[dict]], args, seconds: float, prepared: dict,
              "the work dir are read back, not redone). "
              f"Data: {prepared['tr_utts']} training, {prepared['cv_utts']} cv and "
              f"{prepared['test_utts_used']} test utterances; the recipe's default confs; "
-             f"`--realign-init {args.realign_init}`. The cv split is held out from every "
+             f"`--realign-init {args.realign_init}`"
+             + (f", `--align-opts '{args.align_opts}'`" if args.align_opts else "")
+             + ". The cv split is held out from every "
              "model's training (it is newbob's control set). WER: each model's best LM weight "
              "(`wer_*`), as the recipe reports it.", "",
              "| seed | model | trained on | aligned (of GMM-aligned) | phone / pdf agreement "
@@ -271,7 +293,7 @@ def main(argv=None) -> int:
     results: Dict[int, List[dict]] = {}
     for seed in seeds:
         name = run_seed(work, kaldi, seed, args)
-        models = [model_figures(work, name, words_txt)]
+        models = [model_figures(work, f"blstm_s{seed}", words_txt)]
         for r in range(1, args.rounds + 1):
             models.append(model_figures(work, f"{name}_re{r}", words_txt, f"{name}_ali{r}"))
         results[seed] = models

@@ -60,6 +60,16 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
     assert p.returncode != 0 and "data/dev_clean, which has no feats.scp" in p.stderr
     assert not (s5 / "exp/blstm/decode_dev_clean").exists()
 
+    # --align-opts reaches the rounds' align.sh; a round off a link to the first model (how
+    # bench/realign_seeds.py --variant shares it) trains no first model again
+    (s5 / "exp/blstm_p05").symlink_to("blstm")
+    out = run_recipe(s5, env, *fast, "--stage", "4", "--exp-name", "blstm_p05",
+                     "--align-opts", "--prior-scale 0.5")
+    assert "exp/blstm_p05/decode_test is already scored: skipping" in out
+    assert "--prior-scale=0.5" in (s5 / "exp/blstm_p05_ali1/log/align.1.log").read_text()
+    assert "--prior-scale=1.0" in (ali / "log/align.1.log").read_text()
+    assert list((s5 / "exp/blstm_p05_re1/decode_train_cv10").glob("wer_*"))
+
     # bench/realign_seeds.py's figures from these real decodes
     words = str(kaldi_digits / "exp/mono/graph/words.txt")
     first = realign_seeds.model_figures(str(s5), "blstm", words)
@@ -70,7 +80,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
             line = realign_seeds.best_wer(str(s5 / "exp" / m["exp"] / f"decode_{x}"))[1]
             assert f"[ {m[k]['errors']} / {m[k]['words']}," in line
     assert re1["alignment"]["phone_agreement"] == cmp["phone_agreement"]
-    args = argparse.Namespace(rounds=1, bootstrap=200, realign_init="scratch")
+    args = argparse.Namespace(rounds=1, bootstrap=200, realign_init="scratch", align_opts="")
     prepared = {"tr_utts": len((s5 / "data/train_tr90/text").read_text().splitlines()),
                 "cv_utts": cv_utts, "test_utts_used": 30}
     png = tmp_path / "realign.png"

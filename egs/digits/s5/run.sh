@@ -40,6 +40,7 @@ exp_name=blstm
 realign_iters=0      # align-and-retrain rounds after the first model (stage 4)
 realign_init=scratch # scratch: each round trains a new model | previous: from the model that
                      # aligned (train.py --init-model, nnet1's --nnet-init)
+align_opts=          # more options for steps/nnet/align.sh in the rounds, e.g. "--prior-scale 0.5"
 decode_sets=test     # data dirs under data/ each model decodes into <exp>/decode_<set>, e.g.
                      # "test train_cv10" (train_cv10: the 10% of data/train held out from
                      # training: more words than a small test set to compare models on)
@@ -65,6 +66,7 @@ Options (default):
                                # retrain on it into exp/<name>_re<k>, decode+score ($realign_iters)
   --realign-init scratch|previous # a round's training starts from a new model or from the
                                # model that aligned ($realign_init)
+  --align-opts \"...\"           # passed to steps/nnet/align.sh in the rounds (\"$align_opts\")
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
                                # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)"
 
@@ -216,7 +218,7 @@ if run_stage 4; then
     if [ -s ${dir}_ali$k/num_jobs ] && [ ${dir}_ali$k/num_jobs -nt $src/final.nnet ]; then
       echo "${dir}_ali$k is already aligned with $src: skipping"
     else
-      steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device \
+      steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
         data/train "$kaldi_dir/$lang" $src ${dir}_ali$k
     fi
     compare_alignments.py --data-dir data/train "$kaldi_dir/$ali" ${dir}_ali$k \
