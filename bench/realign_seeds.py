@@ -38,8 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from seeds_prep import DEFAULT_KALDI, GMM, REPO, prepare  # noqa: E402
 
 sys.path.insert(0, REPO)
-import kaldialign  # noqa: E402
-
+from hybridasr.decode.wer import WerStats  # noqa: E402
 from hybridasr.kaldi.table import read_map, read_text_archive  # noqa: E402
 from hybridasr.recipe.summary import best_wer  # noqa: E402
 
@@ -123,9 +122,9 @@ def utterance_errors(decode_dir: str, words_txt: str) -> Dict[str, Tuple[int, in
     hyps = {u: [id2word.get(w, w) for w in ws] for u, ws in read_text_archive(tra).items()}
     out = {}
     for u, ref in refs.items():
-        hyp = hyps.get(u, [])
-        errs = kaldialign.edit_distance(ref, hyp)["total"] if (ref or hyp) else 0
-        out[u] = (errs, len(ref))
+        stats = WerStats()
+        stats.add(ref, hyps.get(u, []))
+        out[u] = (stats.word_errs, stats.num_words)
     total = sum(e for e, _ in out.values()), sum(n for _, n in out.values())
     want = re.search(r"\[\s*(\d+)\s*/\s*(\d+)", line)
     if want and (int(want.group(1)), int(want.group(2))) != total:
