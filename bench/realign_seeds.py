@@ -10,14 +10,18 @@ difference is given with a paired bootstrap over (seed, utterance) pairs.
 In ``--work-dir``: the preparation ``bench/seeds.py`` shares (``bench/seeds_prep.py``: a Kaldi
 dir cut from kaldi_polish, the recipe's stages 0-2), then per seed S the recipe itself::
 
-    run.sh --stage 3 --exp-name blstm_sS --realign-iters R --realign-init I \\
-           --decode-sets "test train_cv10" --train-opts "--seed=S ..."
+    run.sh --stage 3 --exp-name blstm_sS[_<variant>] --realign-iters R [--realign-init I] \\
+           --decode-sets "test train_cv10" --train-opts "--seed=S ..." [<recipe-opts>]
 
-(a rerun skips what is done: trained models, alignments and decodes are read back). Prints
-one JSON line per model and writes ``--out``: a table per seed and round (alignment agreement
-with the GMM's, test and cv WER), the totals over seeds and the bootstrap interval.
+(a rerun skips what is done: trained models, alignments and decodes are read back, whatever
+the options, so other round options need their own ``--variant``). Prints one JSON line per
+model and writes ``--out``: a table per seed and round (how each model was aligned and
+trained, alignment agreement with the GMM's, test and cv WER), the totals over seeds and the
+bootstrap interval.
 
 e.g.: bench/realign_seeds.py --seeds 1,2,3 --out docs/realign_seeds.md   # ~20 min a seed
+      bench/realign_seeds.py --seeds 1,2,3 --variant scratch --realign-init scratch \\
+          --out docs/realign_seeds_scratch.md   # other round options off the same first models
 """
 from __future__ import annotations
 
@@ -53,10 +57,11 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", default="/tmp/realign_seeds", help="runs are kept here")
     p.add_argument("--seeds", default="1,2,3", help="training seeds, comma-separated")
     p.add_argument("--rounds", type=int, default=1, help="realignment rounds (--realign-iters)")
-    p.add_argument("--realign-init", default="scratch", choices=("scratch", "previous"))
+    p.add_argument("--realign-init", default="", choices=("", "scratch", "previous"),
+                   help="run.sh --realign-init (default: the recipe's)")
     p.add_argument("--align-opts", default="",
                    help="steps/nnet/align.sh options of the rounds (run.sh --align-opts), "
-                        "e.g. '--prior-scale 0.5'")
+                        "e.g. '--beam 20'")
     p.add_argument("--variant", default="",
                    help="a name for these round options: the rounds go to "
                         "exp/blstm_s<seed>_<variant>_{ali,re}<k>, the first model (trained once "
@@ -74,8 +79,9 @@ def _recipe(work: str, kaldi: str, seed: int, name: str, rounds: int, args) -> N
     cmd = [os.path.join(work, "run.sh"), "--kaldi-dir", kaldi, "--ali", GMM + "_ali",
            "--graph", GMM + "/graph", "--nj", str(args.nj), "--stage", "3",
            "--exp-name", name, "--realign-iters", str(rounds),
-           "--realign-init", args.realign_init, "--align-opts", args.align_opts,
-           "--decode-sets", " ".join(SETS), "--train-opts", opts] + shlex.split(args.recipe_opts)
+           *(["--realign-init", args.realign_init] if args.realign_init else []),
+           "--align-opts", args.align_opts, "--decode-sets", " ".join(SETS),
+           "--train-opts", opts] + shlex.split(args.recipe_opts)
     log = os.path.join(work, f"log.{name}")
     with open(log, "a", encoding="utf-8") as f:
         f.write("# " + shlex.join(cmd) + "\n")
@@ -132,6 +138,33 @@ def utterance_errors(decode_dir: str, words_txt: str) -> Dict[str, Tuple[int, in
     return out
 
 
+def training_figures(exp_dir: str) -> dict:
+    """How a model was trained: the model it started from (``train.conf``'s ``--init-model``,
+    "" for a new one), the learning rate it started at and its epochs, trained and accepted
+    (``metrics.jsonl``, whose epoch 0 is the initial model)."""
+    with open(os.path.join(exp_dir, "metrics.jsonl"), encoding="utf-8") as f:
+        rows = [json.loads(x) for x in f if x.strip()]
+    init = ""
+    with open(os.path.join(exp_dir, "train.conf"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("--init-model="):
+                init = line.strip().split("=", 1)[1]
+    epochs = [r for r in rows if r.get("epoch", 0) > 0]
+    return {"init_model": init, "start_lr": rows[0]["lr"], "epochs": len(epochs),
+            "accepted": sum(bool(r.get("accepted")) for r in epochs)}
+
+
+def alignment_prior_scale(ali_dir: str) -> Optional[float]:
+    """The prior scale an alignment dir was made with (the forward pass's option in its first
+    job's log), None when the log does not say."""
+    try:
+        with open(os.path.join(ali_dir, "log", "align.1.log"), encoding="utf-8") as f:
+            m = re.search(r"--prior-scale=([0-9.]+)", f.read())
+    except FileNotFoundError:
+        return None
+    return float(m.group(1)) if m else None
+
+
 def model_figures(work: str, exp: str, words_txt: str, ali: Optional[str] = None) -> dict:
     """One model: per set its best WER line and per-utterance errors; for a retrained model
     the agreement of the alignment it was trained on with the GMM's."""
@@ -143,11 +176,13 @@ def model_figures(work: str, exp: str, words_txt: str, ali: Optional[str] = None
         words = sum(n for _, n in utts.values())
         fig[SET_NAMES[s]] = {"errors": errs, "words": words, "wer": round(100.0 * errs / words, 2),
                              "utterances": utts}
+    fig["training"] = training_figures(os.path.join(work, "exp", exp))
     if ali:
         with open(os.path.join(work, "exp", ali, "compare_gmm.json"), encoding="utf-8") as f:
             c = json.load(f)
         fig["alignment"] = {"dir": ali, "utterances": c["utterances"],
                             "not_aligned": c["num_only_in_first"],
+                            "prior_scale": alignment_prior_scale(os.path.join(work, "exp", ali)),
                             "phone_agreement": c["phone_agreement"],
                             "pdf_agreement": c["pdf_agreement"]}
     return fig
@@ -223,24 +258,29 @@ def report(results: Dict[int, List[dict]], args, seconds: float, prepared: dict,
              "the work dir are read back, not redone). "
              f"Data: {prepared['tr_utts']} training, {prepared['cv_utts']} cv and "
              f"{prepared['test_utts_used']} test utterances; the recipe's default confs; "
-             f"`--realign-init {args.realign_init}`"
-             + (f", `--align-opts '{args.align_opts}'`" if args.align_opts else "")
-             + ". The cv split is held out from every "
-             "model's training (it is newbob's control set). WER: each model's best LM weight "
-             "(`wer_*`), as the recipe reports it.", "",
-             "| seed | model | trained on | aligned (of GMM-aligned) | phone / pdf agreement "
-             "with the GMM | test WER | cv WER | test+cv errors |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "the round's options as the command gives them, else run.sh's defaults (the "
+             "table says how each model was aligned and trained). The cv split is held out "
+             "from every model's training (it is newbob's control set). WER: each model's best "
+             "LM weight (`wer_*`), as the recipe reports it.", "",
+             "| seed | model | trained on | aligned (of GMM-aligned), prior scale | phone / pdf "
+             "agreement with the GMM | test WER | cv WER | test+cv errors | training: from, start "
+             "learning rate, epochs accepted of trained |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in seeds:
         for i, m in enumerate(results[s]):
             a = m.get("alignment")
             trained = f"`{a['dir']}`" if a else "GMM (tri1)"
-            aligned = (f"{a['utterances'] - a['not_aligned']} / {a['utterances']}" if a else "-")
+            aligned = (f"{a['utterances'] - a['not_aligned']} / {a['utterances']}, "
+                       f"{a.get('prior_scale')}" if a else "-")
             agree = f"{a['phone_agreement']:.2f}% / {a['pdf_agreement']:.2f}%" if a else "-"
             both = m["test"]["errors"] + m["cv"]["errors"]
+            t = m["training"]
+            start = (f"from `{os.path.basename(os.path.dirname(t['init_model']))}`"
+                     if t["init_model"] else "new model")
             lines.append(f"| {s if i == 0 else ''} | `{m['exp']}` | {trained} | {aligned} | "
                          f"{agree} | {_wer(m['test']['errors'], m['test']['words'])} | "
-                         f"{_wer(m['cv']['errors'], m['cv']['words'])} | {both} |")
+                         f"{_wer(m['cv']['errors'], m['cv']['words'])} | {both} | "
+                         f"{start}, {t['start_lr']:g}, {t['accepted']} of {t['epochs']} |")
     lines += ["", "Totals over the seeds, and the retrained model's difference from the first "
               f"(paired bootstrap over (seed, utterance), {args.bootstrap} resamples, 95%):", "",
               "| round | test errors | cv errors | test+cv WER | difference from the first "
@@ -299,6 +339,7 @@ def main(argv=None) -> int:
             print(json.dumps({"seed": seed, "exp": m["exp"],
                               **{k: {kk: v for kk, v in m[k].items() if kk != "utterances"}
                                  for k in ("test", "cv")},
+                              "training": m["training"],
                               **({"alignment": m["alignment"]} if "alignment" in m else {})}),
                   flush=True)
     png = os.path.splitext(args.out)[0] + ".png" if args.out else ""

@@ -60,15 +60,34 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
     assert p.returncode != 0 and "data/dev_clean, which has no feats.scp" in p.stderr
     assert not (s5 / "exp/blstm/decode_dev_clean").exists()
 
-    # --align-opts reaches the rounds' align.sh; a round off a link to the first model (how
+    # the default round (--realign-init previous): aligned at --realign-prior-scale 0.5, it goes
+    # on training the aligning model at the learning rate its schedule ended at
+    assert "--prior-scale=0.5" in (ali / "log/align.1.log").read_text()
+    first_conf = (s5 / "exp/blstm/train.conf").read_text().splitlines()
+    first_lr = next(x for x in first_conf if x.startswith("--learning-rate="))
+    end_lr = json.loads((s5 / "exp/blstm/train_state.json").read_text())["schedule"]["lr"]
+    assert end_lr > 0
+    conf = (s5 / "exp/blstm_re1/train.conf").read_text().splitlines()
+    assert "--init-model=exp/blstm/final.nnet" in conf
+    assert f"--learning-rate={end_lr:g}" in conf or f"--learning-rate={end_lr}" in conf
+    metrics = [json.loads(x) for x in
+               (s5 / "exp/blstm_re1/metrics.jsonl").read_text().splitlines()]
+    assert metrics[0]["lr"] == pytest.approx(end_lr)  # epoch 0: the aligning model itself
+
+    # --realign-init scratch, --realign-prior-scale and --align-opts reach the round's align.sh,
+    # --realign-train-opts its train.py only; a round off a link to the first model (how
     # bench/realign_seeds.py --variant shares it) trains no first model again
-    (s5 / "exp/blstm_p05").symlink_to("blstm")
-    out = run_recipe(s5, env, *fast, "--stage", "4", "--exp-name", "blstm_p05",
-                     "--align-opts", "--prior-scale 0.5")
-    assert "exp/blstm_p05/decode_test is already scored: skipping" in out
-    assert "--prior-scale=0.5" in (s5 / "exp/blstm_p05_ali1/log/align.1.log").read_text()
-    assert "--prior-scale=1.0" in (ali / "log/align.1.log").read_text()
-    assert list((s5 / "exp/blstm_p05_re1/decode_train_cv10").glob("wer_*"))
+    (s5 / "exp/blstm_scr").symlink_to("blstm")
+    out = run_recipe(s5, env, *fast, "--stage", "4", "--exp-name", "blstm_scr",
+                     "--realign-init", "scratch", "--realign-prior-scale", "1.0",
+                     "--align-opts", "--beam 12", "--realign-train-opts", "--max-iters=1")
+    assert "exp/blstm_scr/decode_test is already scored: skipping" in out
+    log = (s5 / "exp/blstm_scr_ali1/log/align.1.log").read_text()
+    assert "--prior-scale=1.0" in log and "--beam=12" in log
+    conf = (s5 / "exp/blstm_scr_re1/train.conf").read_text().splitlines()
+    assert "--init-model=" in conf and first_lr in conf and "--max-iters=1" in conf
+    assert "--max-iters=1" not in first_conf
+    assert list((s5 / "exp/blstm_scr_re1/decode_train_cv10").glob("wer_*"))
 
     # bench/realign_seeds.py's figures from these real decodes
     words = str(kaldi_digits / "exp/mono/graph/words.txt")
@@ -80,7 +99,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
             line = realign_seeds.best_wer(str(s5 / "exp" / m["exp"] / f"decode_{x}"))[1]
             assert f"[ {m[k]['errors']} / {m[k]['words']}," in line
     assert re1["alignment"]["phone_agreement"] == cmp["phone_agreement"]
-    args = argparse.Namespace(rounds=1, bootstrap=200, realign_init="scratch", align_opts="")
+    args = argparse.Namespace(rounds=1, bootstrap=200, realign_init="", align_opts="")
     prepared = {"tr_utts": len((s5 / "data/train_tr90/text").read_text().splitlines()),
                 "cv_utts": cv_utts, "test_utts_used": 30}
     png = tmp_path / "realign.png"
@@ -88,11 +107,21 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = realign_seeds.report({7: [first, re1]}, args, 1.0, prepared, str(png))
     assert "![test and cv WER per seed](realign.png)" in md
-    assert "| 7 | `blstm` | GMM (tri1) |" in md and "|  | `blstm_re1` | `blstm_ali1` | 120 / 120 |" in md
+    assert "| 7 | `blstm` | GMM (tri1) |" in md
+    assert "|  | `blstm_re1` | `blstm_ali1` | 120 / 120, 0.5 |" in md
     total = first["test"]["errors"] + first["cv"]["errors"]
     assert f"| first model | {first['test']['errors']} | {first['cv']['errors']} |" in md
     assert f"({total}/{first['test']['words'] + first['cv']['words']})" in md
     assert "Round 1: over 1 seed and" in md
+    # how each model was trained (train.conf, metrics.jsonl)
+    assert first["training"]["init_model"] == ""
+    assert f"--learning-rate={first['training']['start_lr']:g}" == first_lr
+    assert re1["training"]["init_model"] == "exp/blstm/final.nnet"
+    assert re1["training"]["start_lr"] == pytest.approx(end_lr)
+    for m, start in ((first, "new model"), (re1, "from `blstm`")):
+        t = m["training"]
+        assert t["epochs"] >= t["accepted"] >= 1
+        assert f"| {start}, {t['start_lr']:g}, {t['accepted']} of {t['epochs']} |" in md
 
 
 def test_paired_bootstrap(realign_seeds):

@@ -38,9 +38,13 @@ torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint 
 decode_opts=         # more options for steps/nnet/decode.sh
 exp_name=blstm
 realign_iters=0      # align-and-retrain rounds after the first model (stage 4)
-realign_init=scratch # scratch: each round trains a new model | previous: from the model that
-                     # aligned (train.py --init-model, nnet1's --nnet-init)
-align_opts=          # more options for steps/nnet/align.sh in the rounds, e.g. "--prior-scale 0.5"
+realign_init=previous # previous: a round goes on training the model that aligned (train.py
+                     # --init-model, nnet1's --nnet-init) at the learning rate its schedule ended
+                     # at (its train_state.json) | scratch: each round trains a new model
+realign_prior_scale=0.5 # prior scale of the rounds' alignment (decoding keeps its own)
+realign_train_opts=  # more train.py options for the rounds' training only (after --train-opts),
+                     # e.g. "--learning-rate=0.0002"
+align_opts=          # more options for steps/nnet/align.sh in the rounds, e.g. "--beam 20"
 decode_sets=test     # data dirs under data/ each model decodes into <exp>/decode_<set>, e.g.
                      # "test train_cv10" (train_cv10: the 10% of data/train held out from
                      # training: more words than a small test set to compare models on)
@@ -64,8 +68,11 @@ Options (default):
   --nj N                       # parallel jobs for features, alignment and decoding ($nj)
   --realign-iters N            # rounds of: align data/train with the network into exp/<name>_ali<k>,
                                # retrain on it into exp/<name>_re<k>, decode+score ($realign_iters)
-  --realign-init scratch|previous # a round's training starts from a new model or from the
-                               # model that aligned ($realign_init)
+  --realign-init previous|scratch # a round goes on training the model that aligned at the
+                               # learning rate its schedule ended at, or trains a new model
+                               # ($realign_init; docs/alignment.md has both measured)
+  --realign-prior-scale S      # prior scale of the rounds' alignment ($realign_prior_scale)
+  --realign-train-opts \"...\"   # train.py options of the rounds only (\"$realign_train_opts\")
   --align-opts \"...\"           # passed to steps/nnet/align.sh in the rounds (\"$align_opts\")
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
                                # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)"
@@ -82,8 +89,8 @@ if [ $# -ne 0 ]; then
 fi
 
 case "$realign_init" in
-  scratch|previous) ;;
-  *) echo "$0: --realign-init is scratch or previous, not '$realign_init'" >&2; exit 1 ;;
+  previous|scratch) ;;
+  *) echo "$0: --realign-init is previous or scratch, not '$realign_init'" >&2; exit 1 ;;
 esac
 [ -z "$kaldi_dir" ] && kaldi_dir=$HYBRIDASR_ROOT/../shared/data/kaldi_digits
 if [ ! -d "$kaldi_dir" ]; then
@@ -218,7 +225,8 @@ if run_stage 4; then
     if [ -s ${dir}_ali$k/num_jobs ] && [ ${dir}_ali$k/num_jobs -nt $src/final.nnet ]; then
       echo "${dir}_ali$k is already aligned with $src: skipping"
     else
-      steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
+      steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device \
+        --prior-scale $realign_prior_scale $align_opts \
         data/train "$kaldi_dir/$lang" $src ${dir}_ali$k
     fi
     compare_alignments.py --data-dir data/train "$kaldi_dir/$ali" ${dir}_ali$k \
@@ -230,8 +238,12 @@ if run_stage 4; then
       steps/import_ali.sh ${dir}_ali$k data/train ${dir}_ali${k}_targets
     fi
     init=
-    if [ "$realign_init" == previous ]; then init="--init-model=$src/final.nnet"; fi
-    train_on ${dir}_ali${k}_targets ${dir}_re$k "$init"
+    if [ "$realign_init" == previous ]; then
+      # go on where the aligning model's training stopped, as a continued newbob training would
+      # (at the first model's starting rate every epoch overfits the new targets and is rejected)
+      init="--init-model=$src/final.nnet --learning-rate=$(json_get.py $src/train_state.json schedule.lr)"
+    fi
+    train_on ${dir}_ali${k}_targets ${dir}_re$k "$init${realign_train_opts:+ $realign_train_opts}"
     decode_and_score ${dir}_re$k
     src=${dir}_re$k
   done
