@@ -68,7 +68,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
     end_lr = json.loads((s5 / "exp/blstm/train_state.json").read_text())["schedule"]["lr"]
     assert end_lr > 0
     conf = (s5 / "exp/blstm_re1/train.conf").read_text().splitlines()
-    assert "--init-model=exp/blstm/final.nnet" in conf
+    assert "--init-model=exp/blstm/final.nnet" in conf and "--keep-initial-model=true" in conf
     assert f"--learning-rate={end_lr:g}" in conf or f"--learning-rate={end_lr}" in conf
     metrics = [json.loads(x) for x in
                (s5 / "exp/blstm_re1/metrics.jsonl").read_text().splitlines()]
@@ -86,6 +86,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
     assert "--prior-scale=1.0" in log and "--beam=12" in log
     conf = (s5 / "exp/blstm_scr_re1/train.conf").read_text().splitlines()
     assert "--init-model=" in conf and first_lr in conf and "--max-iters=1" in conf
+    assert "--keep-initial-model=false" in conf
     assert "--max-iters=1" not in first_conf
     assert list((s5 / "exp/blstm_scr_re1/decode_train_cv10").glob("wer_*"))
 

@@ -287,3 +287,29 @@ def test_init_model_starts_from_its_weights(digits, tmp_path):
     with pytest.raises(ConfigError, match="--init-model"):
         _main(train_args(digits, tmp_path / "third", *opts, "--max-iters=1",
                          "--hidden-size=48", f"--init-model={first}/final.nnet"))
+
+
+def test_keep_initial_model_when_no_epoch_improves(digits, tmp_path, caplog):
+    """--keep-initial-model (a realignment round that goes on training): when every epoch is
+    rejected the --init-model itself becomes final.nnet, with a warning; without it, the
+    error of a training that never improves."""
+    from hybridasr.models.io import load_model
+    from hybridasr.train.checkpoint import NoImprovementError
+
+    opts = [*SMALL[:-3], "--progress-every=0", "--num-threads=2"]
+    first = tmp_path / "first"
+    assert _main(train_args(digits, first, *opts, "--max-iters=1")) == 0
+    diverge = [*opts, "--max-iters=2", "--learning-rate=5", f"--init-model={first}/final.nnet"]
+    with pytest.raises(NoImprovementError, match="did not improve on the initial model"):
+        _main(train_args(digits, tmp_path / "fails", *diverge))
+    assert not os.path.lexists(tmp_path / "fails" / "final.nnet")
+    kept = tmp_path / "kept"
+    with caplog.at_level("WARNING"):
+        assert _main(train_args(digits, kept, *diverge, "--keep-initial-model=true")) == 0
+    h = history(kept)
+    assert len(h) == 3 and not any(x["accepted"] for x in h[1:])
+    assert os.path.realpath(kept / "final.nnet") == os.path.realpath(kept / "nnet/epoch0.nnet")
+    assert "it is kept as final.nnet (--keep-initial-model)" in caplog.text
+    a, b = load_model(str(first / "final.nnet"))[0], load_model(str(kept / "final.nnet"))[0]
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), name

@@ -177,6 +177,12 @@ class NoImprovementError(HybridAsrError):
     """Every trained epoch was rejected: the best model is still the initial one."""
 
 
+def improved_on_initial(state: dict) -> bool:
+    """False when training has finished, trained epochs and accepted none of them."""
+    trained = [h for h in state["history"] if h.get("epoch", 0) > 0]
+    return not (state.get("done") and state.get("best_epoch", 0) == 0 and trained)
+
+
 def check_improved(exp_dir: str, state: dict, remove_final: bool = True) -> None:
     """Raises ``NoImprovementError`` when training has finished and no epoch improved on the
     initial model (Kaldi's train_scheduler.sh: "Error training was not improving the initial
@@ -184,9 +190,9 @@ def check_improved(exp_dir: str, state: dict, remove_final: bool = True) -> None
     ``exp_dir`` is removed (``remove_final``) so that nothing downstream takes the untrained
     model for a trained one. Schedules that keep every epoch (RETURNN's) only get here when
     every epoch diverged."""
-    trained = [h for h in state["history"] if h.get("epoch", 0) > 0]
-    if not state.get("done") or state.get("best_epoch", 0) != 0 or not trained:
+    if improved_on_initial(state):
         return
+    trained = [h for h in state["history"] if h.get("epoch", 0) > 0]
     if remove_final:
         final = os.path.join(exp_dir, "final.nnet")
         if os.path.lexists(final):

@@ -41,6 +41,10 @@ class TrainConfig(DeviceOptions):
                                  "(Kaldi nnet1's --nnet-init; e.g. the previous realignment "
                                  "round's final.nnet): same model config, input dim and "
                                  "number of pdfs")
+    keep_initial_model: bool = option(False, "with --init-model: when no epoch improves on "
+                                             "it, it becomes final.nnet (a warning) instead of "
+                                             "an error (a realignment round that goes on "
+                                             "training: the aligning model is then the round's)")
     # one seed for all of training (--seed: model initialisation, batch order, dropout)
     RENAMED: ClassVar[tuple] = (
         Renamed("--init-seed", "--seed",

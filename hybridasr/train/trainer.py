@@ -306,7 +306,13 @@ class Trainer:
         while not state["done"]:
             state = self._one_epoch(state)
             self._publish(state)
-        ckpt.check_improved(self.exp, state, self.info.is_main)  # all rejected: an error
+        if (self.tcfg.init_model and self.tcfg.keep_initial_model
+                and not ckpt.improved_on_initial(state)):
+            log.warning("no epoch improved on the initial model %s (cv loss %.4f): it is kept "
+                        "as final.nnet (--keep-initial-model)", self.tcfg.init_model,
+                        state["history"][0]["cv_loss"])
+        else:
+            ckpt.check_improved(self.exp, state, self.info.is_main)  # all rejected: an error
         if self.info.is_main:
             ckpt.link_final(self.exp, os.path.join(self.exp, state["best"]))
         barrier(self.info)

@@ -240,8 +240,10 @@ if run_stage 4; then
     init=
     if [ "$realign_init" == previous ]; then
       # go on where the aligning model's training stopped, as a continued newbob training would
-      # (at the first model's starting rate every epoch overfits the new targets and is rejected)
-      init="--init-model=$src/final.nnet --learning-rate=$(json_get.py $src/train_state.json schedule.lr)"
+      # (at the first model's starting rate every epoch overfits the new targets and is
+      # rejected); if no epoch improves on it, the aligning model is the round's model
+      init="--init-model=$src/final.nnet --keep-initial-model=true"
+      init+=" --learning-rate=$(json_get.py $src/train_state.json schedule.lr)"
     fi
     train_on ${dir}_ali${k}_targets ${dir}_re$k "$init${realign_train_opts:+ $realign_train_opts}"
     decode_and_score ${dir}_re$k
