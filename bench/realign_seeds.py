@@ -43,6 +43,7 @@ from seeds_prep import DEFAULT_KALDI, GMM, REPO, prepare  # noqa: E402
 
 sys.path.insert(0, REPO)
 from hybridasr.decode.wer import WerStats  # noqa: E402
+from hybridasr.kaldi.conf import read_config_file  # noqa: E402
 from hybridasr.kaldi.table import read_map, read_text_archive  # noqa: E402
 from hybridasr.recipe.summary import best_wer  # noqa: E402
 
@@ -144,11 +145,8 @@ def training_figures(exp_dir: str) -> dict:
     (``metrics.jsonl``, whose epoch 0 is the initial model)."""
     with open(os.path.join(exp_dir, "metrics.jsonl"), encoding="utf-8") as f:
         rows = [json.loads(x) for x in f if x.strip()]
-    init = ""
-    with open(os.path.join(exp_dir, "train.conf"), encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("--init-model="):
-                init = line.strip().split("=", 1)[1]
+    init = next((e.value or "" for e in read_config_file(os.path.join(exp_dir, "train.conf"))
+                 if e.name == "init-model"), "")
     epochs = [r for r in rows if r.get("epoch", 0) > 0]
     return {"init_model": init, "start_lr": rows[0]["lr"], "epochs": len(epochs),
             "accepted": sum(bool(r.get("accepted")) for r in epochs)}

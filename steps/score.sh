@@ -76,8 +76,7 @@ make_lattices=false
 if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ]; then
   if [ $lattices = true ]; then
     make_lattices=true
-  elif [ $lattices = auto ] && python3 -c 'from hybridasr.decode import lattice_faster as l
-raise SystemExit(0 if l.available() else 1)' 2>/dev/null; then
+  elif [ $lattices = auto ] && "$utils/lattice_decoder_built.sh"; then
     make_lattices=true
   fi
 fi

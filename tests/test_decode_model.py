@@ -157,3 +157,22 @@ def test_decode_sh_with_real_forward(exp, repo_dir, kaldi_digits, env_with_path)
                               "--beam=13.0 --lattice-beam=8.0 --acoustic-scale=0.10 ")
     shapes = {line.split()[0]: line.split()[1:] for line in seen[1:]}
     assert len(shapes) == 30 and all(s[1] == "70" for s in shapes.values())
+
+
+def test_lattice_decoder_built_helper(repo_dir, env_with_path, tmp_path):
+    """utils/lattice_decoder_built.sh, what --lattices auto of decode.sh and score.sh asks:
+    0 where the C++ lattice decoder loads (install.sh builds it), 1 where the python3 on PATH
+    cannot load it."""
+    from hybridasr.decode import lattice_faster
+
+    helper = str(repo_dir / "utils/lattice_decoder_built.sh")
+    p = subprocess.run([helper], env=env_with_path, capture_output=True, text=True)
+    assert p.returncode == (0 if lattice_faster.available() else 1)
+    assert p.stdout == ""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python3").write_text("#!/bin/sh\necho 'ModuleNotFoundError: hybridasr' >&2\nexit 1\n")
+    (stub / "python3").chmod(0o755)
+    env = dict(env_with_path, PATH=f"{stub}:{env_with_path['PATH']}")
+    p = subprocess.run([helper], env=env, capture_output=True, text=True)
+    assert p.returncode == 1 and p.stdout == "" and p.stderr == ""

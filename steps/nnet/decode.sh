@@ -115,8 +115,7 @@ embedded_lattices=false
 case $lattices in
   true) embedded_lattices=true ;;
   false) ;;
-  auto) if python3 -c 'from hybridasr.decode import lattice_faster as l
-raise SystemExit(0 if l.available() else 1)' 2>/dev/null; then embedded_lattices=true; fi ;;
+  auto) if "$utils/lattice_decoder_built.sh"; then embedded_lattices=true; fi ;;
   *) echo "$0: bad --lattices $lattices (auto|true|false)" >&2; exit 1 ;;
 esac
 [ $decoder = embedded ] || embedded_lattices=false
