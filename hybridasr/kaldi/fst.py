@@ -214,3 +214,38 @@ def _ranks(counts: np.ndarray) -> np.ndarray:
     total = int(counts.sum())
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     return np.arange(total) - starts
+
+
+_K_EXPANDED = 0x1  # OpenFst's kExpanded: the one property a const FST always has
+
+
+def const_fst_bytes(start: int, final: np.ndarray, first: np.ndarray, ilabel: np.ndarray,
+                    olabel: np.ndarray, weight: np.ndarray, nextstate: np.ndarray) -> bytes:
+    """An OpenFst ``const`` FST file of standard arcs (version 2, not aligned, no symbol
+    tables), the layout ``parse_const_fst`` reads: state s owns arcs ``first[s]`` up to
+    ``first[s + 1]`` (``first`` has num_states + 1 entries); ``final`` is the final cost
+    (inf: not final). Properties other than kExpanded are left unknown (OpenFst computes
+    them when asked)."""
+    final = np.asarray(final, dtype=np.float32)
+    first = np.asarray(first, dtype=np.int64)
+    n, m = len(final), len(ilabel)
+    if len(first) != n + 1 or first[0] != 0 or first[-1] != m or np.any(np.diff(first) < 0):
+        raise ValueError("const_fst_bytes: 'first' must be 0 .. num_arcs, non-decreasing")
+    il = np.asarray(ilabel, dtype=np.int32)
+    ol = np.asarray(olabel, dtype=np.int32)
+    owner = np.repeat(np.arange(n), np.diff(first))
+    states = np.empty((n, 5), dtype=np.uint32)
+    states[:, 0] = final.view(np.uint32)
+    states[:, 1] = first[:-1]
+    states[:, 2] = np.diff(first)
+    states[:, 3] = np.bincount(owner[il == 0], minlength=n)
+    states[:, 4] = np.bincount(owner[ol == 0], minlength=n)
+    arcs = np.empty((m, 4), dtype=np.int32)
+    arcs[:, 0], arcs[:, 1] = il, ol
+    arcs[:, 2] = np.asarray(weight, dtype=np.float32).view(np.int32)
+    arcs[:, 3] = nextstate
+    head = bytearray(struct.pack("<i", _FST_MAGIC))
+    for s in (b"const", b"standard"):
+        head += struct.pack("<i", len(s)) + s
+    head += struct.pack("<iiQqqq", 2, 0, _K_EXPANDED, start, n, m)
+    return bytes(head) + states.astype("<u4").tobytes() + arcs.astype("<i4").tobytes()

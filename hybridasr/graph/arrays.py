@@ -1,0 +1,133 @@
+"""An FST as numpy arrays, for the graph steps kaldifst has no binding for (the H
+transducer, HMM self-loops, Kaldi's push-special, remove-eps-local, rmsymbols).
+
+``FstArrays`` holds a start state, final costs (``inf``: not final) and the arcs grouped by
+source state in order (``src`` non-decreasing; within a state, arc order as in the FST).
+It comes from and goes to kaldifst through the ``const`` layout (``hybridasr.kaldi.fst``),
+so no per-arc Python runs on the way."""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import List, Optional
+
+import numpy as np
+
+from hybridasr.errors import FormatError
+from hybridasr.kaldi.fst import const_fst_arrays, const_fst_bytes
+
+__all__ = ["FstArrays"]
+
+INF = np.float32(np.inf)
+
+
+@dataclass
+class FstArrays:
+    start: int
+    final: np.ndarray    # float32 [num_states]
+    src: np.ndarray      # int64 [num_arcs], non-decreasing
+    ilabel: np.ndarray   # int64
+    olabel: np.ndarray   # int64
+    weight: np.ndarray   # float32
+    dst: np.ndarray      # int64
+
+    @property
+    def num_states(self) -> int:
+        return len(self.final)
+
+    @property
+    def num_arcs(self) -> int:
+        return len(self.src)
+
+    @classmethod
+    def from_lists(cls, start: int, final, arcs: List[List[tuple]]) -> "FstArrays":
+        """From per-state arc lists ``arcs[s] = [(ilabel, olabel, weight, next), ...]``."""
+        counts = np.array([len(a) for a in arcs], dtype=np.int64)
+        flat = [a for state in arcs for a in state]
+        table = np.array(flat, dtype=np.float64).reshape(-1, 4)
+        return cls(int(start), np.asarray(final, dtype=np.float32),
+                   np.repeat(np.arange(len(arcs)), counts), table[:, 0].astype(np.int64),
+                   table[:, 1].astype(np.int64), table[:, 2].astype(np.float32),
+                   table[:, 3].astype(np.int64))
+
+    def to_lists(self) -> List[List[list]]:
+        """Per-state arc lists ``[[ilabel, olabel, weight, next], ...]`` (Python floats)."""
+        out: List[List[list]] = [[] for _ in range(self.num_states)]
+        for s, i, o, w, d in zip(self.src.tolist(), self.ilabel.tolist(), self.olabel.tolist(),
+                                 self.weight.tolist(), self.dst.tolist()):
+            out[s].append([i, o, w, d])
+        return out
+
+    @classmethod
+    def from_fst(cls, fst, path: Optional[str] = None) -> "FstArrays":
+        """From a kaldifst FST (``path``: the const file it was read from, if any)."""
+        c = const_fst_arrays(fst, path)
+        narcs = c.states[:, 2].astype(np.int64)
+        arcs = c.arcs
+        return cls(int(c.start), c.states[:, 0].copy().view(np.float32),
+                   np.repeat(np.arange(len(narcs)), narcs), arcs[:, 0].astype(np.int64),
+                   arcs[:, 1].astype(np.int64), arcs[:, 2].copy().view(np.float32),
+                   arcs[:, 3].astype(np.int64))
+
+    def const_bytes(self) -> bytes:
+        first = np.zeros(self.num_states + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.src, minlength=self.num_states), out=first[1:])
+        return const_fst_bytes(self.start, self.final, first, self.ilabel, self.olabel,
+                               self.weight, self.dst)
+
+    def to_fst(self, vector: bool = True):
+        """A kaldifst ``StdVectorFst`` (or the ``StdFst`` const, with ``vector=False``)."""
+        import kaldifst
+
+        if self.num_arcs and np.any(np.diff(self.src) < 0):
+            raise ValueError("FstArrays: arcs are not grouped by source state")
+        with tempfile.TemporaryDirectory(prefix="hybridasr-fst-") as d:
+            tmp = os.path.join(d, "a.fst")
+            with open(tmp, "wb") as f:
+                f.write(self.const_bytes())
+            fst = kaldifst.StdFst.read(tmp)
+        if fst is None:
+            raise FormatError("kaldifst could not read an FST made from arrays")
+        return kaldifst.StdVectorFst(fst) if vector else fst
+
+    def write_const(self, path: str) -> None:
+        """Writes the FST as an OpenFst ``const`` file (Kaldi's ``HCLG.fst``), atomically."""
+        from hybridasr.utils.atomic import atomic_open
+
+        with atomic_open(path, "wb") as f:
+            f.write(self.const_bytes())
+
+    def connect(self) -> "FstArrays":
+        """Only states on a path from the start to a final state (OpenFst's ``Connect``:
+        kept states keep their order)."""
+        n = self.num_states
+        access = _reach(n, self.src, self.dst, [self.start] if self.start >= 0 else [])
+        coaccess = _reach(n, self.dst, self.src, np.flatnonzero(self.final != INF).tolist())
+        keep = access & coaccess
+        new_id = np.full(n, -1, dtype=np.int64)
+        new_id[keep] = np.arange(int(keep.sum()))
+        arcs = keep[self.src] & keep[self.dst]
+        start = int(new_id[self.start]) if self.start >= 0 and keep[self.start] else -1
+        return FstArrays(start, self.final[keep], new_id[self.src[arcs]], self.ilabel[arcs],
+                         self.olabel[arcs], self.weight[arcs], new_id[self.dst[arcs]])
+
+
+def _reach(n: int, frm: np.ndarray, to: np.ndarray, seeds) -> np.ndarray:
+    """States reachable from ``seeds`` over edges frm -> to."""
+    order = np.argsort(frm, kind="stable")
+    first = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(frm, minlength=n), out=first[1:])
+    targets = to[order]
+    seen = np.zeros(n, dtype=bool)
+    stack = list(seeds)
+    seen[stack] = True
+    while stack:
+        s = stack.pop()
+        nxt = targets[first[s]:first[s + 1]]
+        new = nxt[~seen[nxt]]
+        if len(new):
+            new = np.unique(new)
+            seen[new] = True
+            stack.extend(new.tolist())
+    return seen
