@@ -23,7 +23,7 @@ from hybridasr.graph.arrays import FstArrays
 from hybridasr.graph.fst_steps import arcsort_like_kaldi, compose, determinize_star
 from hybridasr.graph.mkgraph import GraphBuildOptions, make_graph, make_lg
 from hybridasr.graph.rm_eps_local import rm_eps_local
-from hybridasr.graph.std_sort import std_sort_order
+from hybridasr.utils.std_sort import std_sort_order
 from hybridasr.kaldi.fst import parse_const_fst
 from hybridasr.kaldi.ilabel_info import ilabel_info_bytes, read_ilabel_info
 

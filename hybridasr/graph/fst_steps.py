@@ -16,8 +16,8 @@ __all__ = ["arcsort_like_kaldi", "compose", "determinize_star", "rm_input_symbol
 
 def arcsort_like_kaldi(fst: FstArrays, on: str = "ilabel") -> FstArrays:
     """``fstarcsort --sort_type=ilabel|olabel`` as Kaldi's OpenFst does it (``std::sort``,
-    so arcs with equal labels end in that algorithm's order, see ``std_sort``)."""
-    from hybridasr.graph.std_sort import std_sort_order
+    so arcs with equal labels end in that algorithm's order, see ``hybridasr.utils.std_sort``)."""
+    from hybridasr.utils.std_sort import std_sort_order
 
     label = fst.ilabel if on == "ilabel" else fst.olabel
     order = np.lexsort((label, fst.src))  # right for states whose labels are all distinct

@@ -7,7 +7,7 @@ The steps, as Kaldi's script runs them:
    fstminimizeencoded | fstpushspecial`` (kaldifst; push-special is ours);
 2. CLG = ``fstcomposecontext`` with the tree's context width N and central position P
    (kaldifst's ``compose_context``), arc-sorted on input labels as Kaldi's ``fstarcsort``
-   leaves them (``std_sort``: the order of equal labels decides the last few states of
+   leaves them (``utils.std_sort``: the order of equal labels decides the last few states of
    HCLG); its ilabel info says which phone window each input label stands for;
 3. Ha = ``make-h-transducer --transition-scale`` (ours: ``h_transducer``), no self-loops;
 4. HCLGa = ``fsttablecompose Ha CLG | fstdeterminizestar --use-log=true | fstrmsymbols
