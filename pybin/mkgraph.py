@@ -24,9 +24,10 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     from hybridasr.graph.mkgraph import make_graph
 
-    opts = GraphBuildOptions(**{k: getattr(args, k) for k in
-                                GraphBuildOptions.__dataclass_fields__})
-    make_graph(args.lang_dir, args.model_dir, args.graph_dir, opts)
+    from hybridasr.options import from_values
+
+    make_graph(args.lang_dir, args.model_dir, args.graph_dir,
+               from_values(GraphBuildOptions, args))
     return 0
 
 

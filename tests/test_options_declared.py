@@ -20,7 +20,10 @@ from hybridasr.errors import ConfigError
 from hybridasr.features.make_feats import FeatureTableOptions, FeatureWriteOptions
 from hybridasr.features.options import FbankOptions, FeatureOptions, MfccOptions
 from hybridasr.features.utt2dur import Utt2durOptions
+from hybridasr.graph.mkgraph import GraphBuildOptions
 from hybridasr.kaldi.datadir_tr_cv import TrCvOptions
+from hybridasr.lang.ngram import NgramOptions
+from hybridasr.lang.prepare_lang import LangOptions
 from hybridasr.models import model_config_from_args, model_options
 from hybridasr.options import from_values, option_specs
 from hybridasr.train.lr_schedule import lr_schedule_from_args, schedule_options
@@ -44,6 +47,9 @@ DECLARED = {  # name: (declared class or spec list, the pybin scripts that regis
     "ctm": (CtmOptions, ["ali_to_phones"]),
     "utt2dur": (Utt2durOptions, ["data_dir_utt2dur"]),
     "tr-cv": (TrCvOptions, ["data_dir_tr_cv"]),
+    "lang": (LangOptions, ["prepare_lang"]),
+    "ngram": (NgramOptions, ["make_ngram_lm"]),
+    "graph": (GraphBuildOptions, ["mkgraph"]),
 }
 
 
