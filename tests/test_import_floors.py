@@ -79,3 +79,22 @@ def test_the_checker_sees_imports_inside_functions(tmp_path):
     src = tmp_path / "m.py"
     src.write_text("def f():\n    from hybridasr.train.loop import run_epoch\n")
     assert list(_imports(src)) == [(2, "train")]
+
+
+def test_nothing_imports_kaldi_hmm_gmm():
+    """kaldi-hmm-gmm 1.1.4 hangs the process when imported after kaldifst 1.8 (docs/design.md,
+    "Lang dirs and graphs"): the library, the bins and the benches never import it."""
+    bad = []
+    for top in ("hybridasr", "pybin", "bench"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                bad += [f"{path.relative_to(REPO)}:{node.lineno}" for n in names
+                        if n.split(".")[0] == "kaldi_hmm_gmm"]
+    assert not bad, "kaldi_hmm_gmm imported at " + ", ".join(bad)
+    # the check sees it
+    probe = ast.parse("import kaldi_hmm_gmm as k\n")
+    assert any(isinstance(n, ast.Import) and n.names[0].name == "kaldi_hmm_gmm"
+               for n in ast.walk(probe))
