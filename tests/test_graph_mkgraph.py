@@ -293,3 +293,45 @@ def test_std_sort_order_is_libstdcxx_std_sort(tmp_path):
     assert len(out) == len(cases)
     for case, line in zip(cases, out):
         assert std_sort_order(case) == [int(x) for x in line.split()]
+
+
+def test_lattices_on_our_graph_are_those_on_kaldis(kaldi_polish, tmp_path):
+    """The embedded lattice route (the C++ LatticeFasterDecoder and determinization) on our
+    tri1 graph: at each LM weight the lattice's best path has the words and transition-ids
+    of the lattice made on Kaldi's graph, and the words Kaldi's own lattices gave
+    (exp/tri1/decode/scoring/<lmwt>.tra)."""
+    from hybridasr.decode.graph import load_graph_dir
+    from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
+    from hybridasr.kaldi.lattice_best_path import best_paths
+    from hybridasr.kaldi.table import read_text_archive
+    from test_decode_pdf_graph import gmm_loglikes
+
+    mdir = model_dir(tmp_path, kaldi_polish, "tri1", "35.mdl")
+    make_graph(str(kaldi_polish / "data/lang"), str(mdir), str(tmp_path / "graph"))
+    tm, lls = gmm_loglikes(kaldi_polish, "exp/tri1/35.mdl", 4)
+    lmwts = [10.0, 14.0]
+
+    def lattice_paths(gdir):
+        g = load_graph_dir(str(gdir))
+        dec = LatticeDecoder(g.fst, tm.tid2pdf, tm.num_pdfs,
+                             LatgenOptions(beam=13.0, lattice_beam=6.0, max_active=7000),
+                             g.max_ilabel, fst_path=g.path)
+        out = {}
+        for utt, ll in lls.items():
+            r = dec.decode(ll, 0.083333, utt)
+            assert r.ok, utt
+            out[utt] = best_paths(r.lattice, [1.0] * len(lmwts), [1.0 / w for w in lmwts],
+                                  [0.0] * len(lmwts))
+        dec.close()
+        return out
+
+    ours = lattice_paths(tmp_path / "graph")
+    kaldis_graph = lattice_paths(kaldi_polish / "exp/tri1/graph")
+    kaldi_tra = {w: read_text_archive(str(kaldi_polish / f"exp/tri1/decode/scoring/{int(w)}.tra"))
+                 for w in lmwts}
+    for utt in lls:
+        for i, w in enumerate(lmwts):
+            a, b = ours[utt][i], kaldis_graph[utt][i]
+            assert a.words == b.words and a.tids == b.tids, (utt, w)
+            assert a.graph_cost == pytest.approx(b.graph_cost, abs=1e-2)
+            assert [str(x) for x in a.words] == list(kaldi_tra[w][utt]), (utt, w)
