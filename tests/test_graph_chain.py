@@ -7,7 +7,6 @@ test set with the GMM's likelihoods."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -65,6 +64,13 @@ def test_estimated_trigram_graph_decodes_the_test_set(polish_lang, kaldi_polish,
     if not mdir.exists():
         model_dir(work, kaldi_polish, "tri1", "35.mdl")
     run([repo_dir / "utils/mkgraph.sh", "data/lang_lm3", mdir, "exp/tri1/graph_lm3"], env, work)
+    # --remove-oov: G's paths through <UNK> (the trigram's stand-in for words outside the
+    # lexicon) are gone from HCLG; without it they are there
+    run([repo_dir / "utils/mkgraph.sh", "--remove-oov", "data/lang_lm3", mdir,
+         "exp/tri1/graph_lm3_nooov"], env, work)
+    oov = int((work / "data/lang_lm3/oov.int").read_text())
+    assert (const(work / "exp/tri1/graph_lm3/HCLG.fst").arcs[:, 1] == oov).sum() > 0
+    assert (const(work / "exp/tri1/graph_lm3_nooov/HCLG.fst").arcs[:, 1] == oov).sum() == 0
     tm, lls = gmm_loglikes(kaldi_polish, "exp/tri1/35.mdl", 10)
     hyps = {u: w for u, (w, _) in _decode_words(work / "exp/tri1/graph_lm3", tm, lls).items()}
     refs = read_text_archive(str(kaldi_polish / "data/test/text"))

@@ -21,7 +21,7 @@ import pytest
 from hybridasr.errors import FormatError
 from hybridasr.graph.arrays import FstArrays
 from hybridasr.graph.fst_steps import arcsort_like_kaldi, compose, determinize_star
-from hybridasr.graph.mkgraph import GraphBuildOptions, make_graph, make_lg
+from hybridasr.graph.mkgraph import make_graph, make_lg
 from hybridasr.graph.rm_eps_local import rm_eps_local
 from hybridasr.utils.std_sort import std_sort_order
 from hybridasr.kaldi.fst import parse_const_fst

@@ -322,7 +322,7 @@ def test_bad_inputs(tmp_path, kaldi_digits):
     with pytest.raises(FormatError, match="no #0"):
         arpa_to_fst(arpa, str(tmp_path / "w.txt"), str(tmp_path / "G.fst"))
     (tmp_path / "w.txt").write_text("<eps> 0\none 1\nbad\n")
-    with pytest.raises(FormatError, match=r"w\.txt:3: expected 'word id'"):
+    with pytest.raises(FormatError, match=r"w\.txt:3: expected 'symbol integer'"):
         arpa_to_fst(arpa, str(tmp_path / "w.txt"), str(tmp_path / "G.fst"))
     (tmp_path / "empty").write_text("\n  \n")
     with pytest.raises(FormatError, match="empty: no words"):

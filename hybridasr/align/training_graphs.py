@@ -107,8 +107,7 @@ class HmmTemplate:
     ``edges``: (from node, to node); ``exits``: nodes whose transition reaches the final state.
     """
 
-    def __init__(self, tm: TransitionModel, tstate_of: Dict[Tuple[int, int, int, int], int],
-                 phone: int, pdfs: Sequence[int], opts: GraphOptions):
+    def __init__(self, tm: TransitionModel, phone: int, pdfs: Sequence[int], opts: GraphOptions):
         entry = tm.topology.topology_for_phone(phone)
         final = len(entry) - 1
         self.tids: List[int] = []
@@ -124,11 +123,8 @@ class HmmTemplate:
                     raise FormatError(f"phone {phone}: non-emitting HMM state {k} that is not "
                                       f"the final state: topology not supported")
                 continue
-            key = (phone, k, pdfs[st.forward_pdf_class], pdfs[st.self_loop_pdf_class])
-            ts = tstate_of.get(key)
-            if ts is None:
-                raise FormatError(f"{tm.name}: no transition-state for phone {phone}, HMM state "
-                                  f"{k}, pdfs {key[2:]}: the tree and the model do not match")
+            ts = tm.tuple_to_transition_state(phone, k, pdfs[st.forward_pdf_class],
+                                              pdfs[st.self_loop_pdf_class])
             loop = tm.self_loop_of(ts)
             p_loop = math.exp(float(tm.log_probs[loop])) if loop else 0.0
             log_not_loop = math.log1p(-p_loop) if p_loop < 1.0 else -math.inf
@@ -163,7 +159,6 @@ class TrainingGraphCompiler:
             raise FormatError(f"the tree {tree.name} has {tree.num_pdfs} pdfs, the model "
                               f"{tm.name} {tm.num_pdfs}: they do not belong together")
         self.tm, self.tree, self.lexicon, self.opts = tm, tree, lexicon, opts
-        self._tstate_of = {tuple(row): i + 1 for i, row in enumerate(tm.tuples.tolist())}
         self._templates: Dict[Tuple[int, ...], HmmTemplate] = {}
 
     def template(self, window: Sequence[int]) -> HmmTemplate:
@@ -184,7 +179,7 @@ class TrainingGraphCompiler:
                                       f"{list(window)}, pdf-class {c}: tree and lang dir do "
                                       f"not match")
                 pdfs.append(pdf)
-            t = self._templates[window] = HmmTemplate(self.tm, self._tstate_of, phone, pdfs,
+            t = self._templates[window] = HmmTemplate(self.tm, phone, pdfs,
                                                       self.opts)
         return t
 

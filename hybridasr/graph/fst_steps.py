@@ -1,17 +1,15 @@
 """The small FST steps of ``mkgraph.sh`` on kaldifst and ``FstArrays``: table compose,
-determinize-star in the log semiring (with the cause named when it cannot), ``fstrmsymbols``
-and ``fstisstochastic``."""
+determinize-star in the log semiring (with the cause named when it cannot), ``fstrmsymbols``."""
 from __future__ import annotations
 
-from typing import Iterable, Tuple
+from typing import Iterable
 
 import numpy as np
 
 from hybridasr.errors import FormatError
 from hybridasr.graph.arrays import FstArrays
 
-__all__ = ["arcsort_like_kaldi", "compose", "determinize_star", "rm_input_symbols", "rm_arcs_with_output",
-           "stochasticity"]
+__all__ = ["arcsort_like_kaldi", "compose", "determinize_star", "rm_input_symbols", "rm_arcs_with_output"]
 
 
 def arcsort_like_kaldi(fst: FstArrays, on: str = "ilabel") -> FstArrays:
@@ -78,18 +76,3 @@ def rm_arcs_with_output(fst: FstArrays, symbols: Iterable[int]) -> FstArrays:
     keep = ~np.isin(fst.olabel, np.asarray(list(symbols), dtype=np.int64))
     return FstArrays(fst.start, fst.final, fst.src[keep], fst.ilabel[keep], fst.olabel[keep],
                      fst.weight[keep], fst.dst[keep])
-
-
-def stochasticity(fst: FstArrays) -> Tuple[float, float]:
-    """``fstisstochastic`` (log semiring): the smallest and largest total cost out of a state
-    (arcs and final cost; 0 for a stochastic FST)."""
-    n = fst.num_states
-    if n == 0:
-        return 0.0, 0.0
-    mass = np.bincount(fst.src, weights=np.exp(-fst.weight.astype(np.float64)), minlength=n)
-    fin = fst.final.astype(np.float64)
-    mass += np.where(np.isinf(fin), 0.0, np.exp(-np.where(np.isinf(fin), 0.0, fin)))
-    with np.errstate(divide="ignore"):
-        cost = -np.log(mass)
-    cost = cost[np.isfinite(cost)]
-    return (float(cost.min()), float(cost.max())) if len(cost) else (0.0, 0.0)

@@ -74,7 +74,7 @@ class _HmmFsa:
     ``arcs[k] = (tid, cost, from state, to state)``, state 0 the start, ``final`` the last
     (non-emitting) topology state."""
 
-    def __init__(self, tm: TransitionModel, tstate_of, nsl: np.ndarray, phone: int,
+    def __init__(self, tm: TransitionModel, nsl: np.ndarray, phone: int,
                  pdfs: Sequence[int], scale: np.float32):
         entry = tm.topology.topology_for_phone(phone)
         self.num_states = len(entry)
@@ -86,12 +86,8 @@ class _HmmFsa:
                     raise FormatError(f"phone {phone}: non-emitting HMM state {k} with "
                                       f"transitions: topology not supported")
                 continue
-            key = (phone, k, pdfs[st.forward_pdf_class], pdfs[st.self_loop_pdf_class])
-            ts = tstate_of.get(key)
-            if ts is None:
-                raise FormatError(f"{tm.name}: no transition-state for phone {phone}, HMM "
-                                  f"state {k}, pdfs {key[2:]}: the tree and the model do not "
-                                  f"belong together")
+            ts = tm.tuple_to_transition_state(phone, k, pdfs[st.forward_pdf_class],
+                                              pdfs[st.self_loop_pdf_class])
             for j, (d, _) in enumerate(st.transitions):
                 if d == k:
                     continue
@@ -117,7 +113,6 @@ def make_h_transducer(ilabel_info: Sequence[Sequence[int]], tree: ContextDepende
                           f"{tm.name} {tm.num_pdfs}: they do not belong together")
     scale = np.float32(transition_scale)
     nsl = non_self_loop_log_probs(tm)
-    tstate_of = {tuple(row): i + 1 for i, row in enumerate(tm.tuples.tolist())}
     hmms: Dict[Tuple[int, Tuple[int, ...]], _HmmFsa] = {}
     entry_arc: Dict[int, Tuple[int, np.float32, int]] = {}  # id(hmm) -> (ilabel, w, dest)
     arcs: List[List[tuple]] = [[]]  # arcs[state] = [(ilabel, olabel, weight, next)]
@@ -146,7 +141,7 @@ def make_h_transducer(ilabel_info: Sequence[Sequence[int]], tree: ContextDepende
         phone = window[p]
         if phone <= 0:
             raise FormatError(f"ilabel info: input label {j} {window} has no central phone")
-        hmm = _hmm_for(window, phone, tree, tm, tstate_of, nsl, scale, hmms)
+        hmm = _hmm_for(window, phone, tree, tm, nsl, scale, hmms)
         cached = entry_arc.get(id(hmm))
         if cached is not None:
             arcs[0].append((cached[0], j, cached[1], cached[2]))
@@ -176,7 +171,7 @@ def make_h_transducer(ilabel_info: Sequence[Sequence[int]], tree: ContextDepende
     return FstArrays.from_lists(0, final, arcs), disambig
 
 
-def _hmm_for(window, phone, tree, tm, tstate_of, nsl, scale, hmms) -> _HmmFsa:
+def _hmm_for(window, phone, tree, tm, nsl, scale, hmms) -> _HmmFsa:
     entry = tm.topology.topology_for_phone(phone)
     n_classes = 1 + max(max(s.forward_pdf_class, s.self_loop_pdf_class) for s in entry)
     pdfs = []
@@ -189,7 +184,7 @@ def _hmm_for(window, phone, tree, tm, tstate_of, nsl, scale, hmms) -> _HmmFsa:
     key = (phone, tuple(pdfs))
     hmm = hmms.get(key)
     if hmm is None:
-        hmm = hmms[key] = _HmmFsa(tm, tstate_of, nsl, phone, pdfs, scale)
+        hmm = hmms[key] = _HmmFsa(tm, nsl, phone, pdfs, scale)
     return hmm
 
 

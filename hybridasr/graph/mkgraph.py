@@ -20,7 +20,8 @@ The steps, as Kaldi's script runs them:
 Unlike Kaldi's script, nothing is written into the lang dir: LG, CLG and the ilabel info,
 which Kaldi keeps in ``<lang>/tmp``, go to ``<graph-dir>/tmp`` and are reused while newer than
 their inputs. Every file is written atomically; a graph dir whose ``HCLG.fst`` is newer than
-all inputs is left alone. Timings, sizes and stochasticity go to ``<graph-dir>/mkgraph.json``.
+all inputs is left alone. Timings, sizes and stochasticity (``fstisstochastic``'s two numbers)
+go to ``<graph-dir>/mkgraph.json``.
 """
 from __future__ import annotations
 
@@ -32,14 +33,16 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
+from hybridasr.align.training_graphs import GraphOptions
 from hybridasr.errors import FormatError
 from hybridasr.graph.arrays import FstArrays
 from hybridasr.graph.fst_steps import (arcsort_like_kaldi, compose, determinize_star, rm_arcs_with_output,
-                                       rm_input_symbols, stochasticity)
+                                       rm_input_symbols)
 from hybridasr.graph.h_transducer import make_h_transducer
 from hybridasr.graph.push_special import push_special
 from hybridasr.graph.rm_eps_local import rm_eps_local
 from hybridasr.graph.self_loops import add_self_loops
+from hybridasr.kaldi.fst import stochasticity
 from hybridasr.kaldi.ilabel_info import read_ilabel_info, write_ilabel_info
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
@@ -57,11 +60,9 @@ _PHONES_COPIED = ["word_boundary.txt", "word_boundary.int", "align_lexicon.txt",
 
 
 @dataclass
-class GraphBuildOptions:
-    transition_scale: float = option(1.0, "scale of the transition probabilities in H "
-                                          "(relative to the acoustics)")
-    self_loop_scale: float = option(0.1, "scale of the self-loop probabilities (chain "
-                                         "models want 1.0)")
+class GraphBuildOptions(GraphOptions):
+    """The HMM scales (``--transition-scale``, ``--self-loop-scale``: Kaldi's 1.0 and 0.1, as
+    for training graphs; chain models want a self-loop scale of 1.0) and ``--remove-oov``."""
     remove_oov: bool = option(False, "remove the paths of G that hold the OOV word "
                                      "(oov.int of the lang dir)")
 
@@ -173,7 +174,7 @@ def make_hclga(clg, ilabels, tree, tm, opts: GraphBuildOptions, stats: Dict):
 
 
 def _sizes(fst: FstArrays, seconds: float) -> Dict:
-    lo, hi = stochasticity(fst)
+    lo, hi, _ = stochasticity(fst.final, fst.src, fst.weight)
     return {"states": fst.num_states, "arcs": fst.num_arcs, "seconds": round(seconds, 3),
             "stochastic_min": round(lo, 6), "stochastic_max": round(hi, 6)}
 

@@ -249,3 +249,26 @@ def const_fst_bytes(start: int, final: np.ndarray, first: np.ndarray, ilabel: np
         head += struct.pack("<i", len(s)) + s
     head += struct.pack("<iiQqqq", 2, 0, _K_EXPANDED, start, n, m)
     return bytes(head) + states.astype("<u4").tobytes() + arcs.astype("<i4").tobytes()
+
+
+def stochasticity(final: np.ndarray, src: np.ndarray, weight: np.ndarray,
+                  delta: float = 0.01) -> Tuple[float, float, bool]:
+    """Kaldi's ``fstisstochastic`` (log semiring) of an FST given as each state's final cost
+    (inf: not final) and its arcs' source states and costs: the two numbers it prints — the
+    least total probability out of a state and the largest, as costs (so "min" is the larger
+    -log, as Kaldi prints it) — and whether every state is within ``delta`` of 1."""
+    n = len(final)
+    if n == 0:
+        return 0.0, 0.0, True
+    src = np.asarray(src, dtype=np.int64)
+    w = np.asarray(weight, dtype=np.float32).astype(np.float64)
+    fin = np.asarray(final, dtype=np.float32).astype(np.float64)
+    best = fin.copy()
+    np.minimum.at(best, src, w)
+    shift = np.where(np.isfinite(best), best, 0.0)
+    total = np.exp(-(fin - shift))
+    total += np.bincount(src, weights=np.exp(-(w - shift[src])), minlength=n)
+    with np.errstate(divide="ignore"):
+        cost = shift - np.log(total)
+    return (float(cost.max()) + 0.0, float(cost.min()) + 0.0,
+            bool(np.all(np.abs(cost) <= delta)))

@@ -115,6 +115,20 @@ class TransitionModel:
                               f"the model's topology does not cover: corrupt model") from None
 
     # ------------------------------------------------------------------ Kaldi-named lookups
+    def tuple_to_transition_state(self, phone: int, hmm_state: int, forward_pdf: int,
+                                  self_loop_pdf: int) -> int:
+        """Kaldi's ``TupleToTransitionState``; a tuple the model lacks is an error saying the
+        tree (which gave the pdfs) and the model do not belong together."""
+        table = self.__dict__.get("_tstate_of")
+        if table is None:
+            table = self._tstate_of = {tuple(r): i + 1 for i, r in enumerate(self.tuples.tolist())}
+        ts = table.get((phone, hmm_state, forward_pdf, self_loop_pdf))
+        if ts is None:
+            raise FormatError(f"{self.name}: no transition-state for phone {phone}, HMM state "
+                              f"{hmm_state}, pdfs ({forward_pdf}, {self_loop_pdf}): the tree "
+                              f"and the model do not belong together")
+        return ts
+
     def _check_tid(self, tid: int) -> int:
         tid = int(tid)
         if not 1 <= tid <= self.num_transition_ids:

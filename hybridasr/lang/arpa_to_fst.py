@@ -36,7 +36,8 @@ from typing import Dict, List, Optional, Set
 import numpy as np
 
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.kaldi.fst import const_fst_arrays
+from hybridasr.kaldi.fst import const_fst_arrays, stochasticity
+from hybridasr.kaldi.symbol_table import read_symbol_ids
 from hybridasr.lang.arpa import BOS, EOS, ArpaReader, open_text, split_fields
 from hybridasr.utils.atomic import atomic_path
 
@@ -75,22 +76,6 @@ class GReport:
     stochastic_min: float = 0.0
     stochastic_max: float = 0.0
     stochastic: bool = True
-
-
-def read_words(path: str) -> Dict[str, int]:
-    """A ``words.txt`` (``word id`` lines, split on spaces and tabs as OpenFst does)."""
-    if not os.path.isfile(path):
-        raise FormatError(f"missing symbol table {path}")
-    out: Dict[str, int] = {}
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            fields = split_fields(line)
-            if not fields:
-                continue
-            if len(fields) != 2 or not fields[1].isdigit():
-                raise FormatError(f"{path}:{lineno}: expected 'word id', got {line.rstrip()!r}")
-            out[fields[0]] = int(fields[1])
-    return out
 
 
 def empty_words(lexicon: str) -> Set[str]:
@@ -171,27 +156,6 @@ def _run_arpa2fst(arpa: str, words_txt: str, fst: str, disambig: str, name: str)
 
 
 # ------------------------------------------------------------------ checks of G
-def stochasticity(arrays) -> tuple:
-    """fstisstochastic (in the log semiring): (largest, smallest) -log total probability
-    of a state (its arcs and final weight), and whether all are within 0.01 of 0."""
-    states, arcs = arrays.states, arrays.arcs
-    n = len(states)
-    if n == 0:
-        return 0.0, 0.0, True
-    owner = np.repeat(np.arange(n), states[:, 2].astype(np.int64))
-    w = arcs[:, 2].view(np.float32).astype(np.float64)
-    final = states[:, 0].view(np.float32).astype(np.float64)
-    best = np.minimum(final, np.full(n, np.inf))
-    np.minimum.at(best, owner, w)
-    shift = np.where(np.isfinite(best), best, 0.0)
-    total = np.exp(-(final - shift))
-    total += np.bincount(owner, weights=np.exp(-(w - shift[owner])), minlength=n)
-    with np.errstate(divide="ignore"):
-        cost = shift - np.log(total)
-    return (float(cost.max()) + 0.0, float(cost.min()) + 0.0,
-            bool(np.all(np.abs(cost) <= STOCHASTIC_DELTA)))
-
-
 def empty_word_cycle(arrays, labels: Set[int]) -> bool:
     """Whether a cycle of arcs whose input label is in ``labels`` (or epsilon) is reachable
     from the start state over such arcs (format_lm.sh: compose with a filter, fstinfo)."""
@@ -227,7 +191,7 @@ def compile_g(arpa: str, words_txt: str, fst_out: str, lexicon: Optional[str] = 
               disambig_symbol: str = "#0") -> GReport:
     """Compiles ``arpa`` against ``words_txt`` into ``fst_out`` (not atomic: a scratch
     path), checks it and returns the report."""
-    words = read_words(words_txt)
+    words = read_symbol_ids(words_txt)
     if disambig_symbol not in words:
         raise FormatError(f"{words_txt}: no {disambig_symbol} (the back-off disambiguation "
                           f"symbol)")
@@ -244,7 +208,10 @@ def compile_g(arpa: str, words_txt: str, fst_out: str, lexicon: Optional[str] = 
         raise FormatError(f"{arpa}: arpa2fst wrote no readable G ({fst_out})")
     arrays = const_fst_arrays(fst)
     report.num_states, report.num_arcs = len(arrays.states), len(arrays.arcs)
-    report.stochastic_min, report.stochastic_max, report.stochastic = stochasticity(arrays)
+    owner = np.repeat(np.arange(len(arrays.states)), arrays.states[:, 2].astype(np.int64))
+    report.stochastic_min, report.stochastic_max, report.stochastic = stochasticity(
+        arrays.states[:, 0].view(np.float32), owner, arrays.arcs[:, 2].view(np.float32),
+        STOCHASTIC_DELTA)
     _log_report(arpa, words_txt, report)
     labels = {words[w] for w in blank if w in words} | {words[disambig_symbol]}
     if empty_word_cycle(arrays, labels):

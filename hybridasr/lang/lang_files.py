@@ -10,6 +10,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.symbol_table import read_symbol_ids
 from hybridasr.lang.dict_dir import DictDir
 
 __all__ = ["POSITIONS", "phone_map", "mark_positions", "sets_and_roots", "extra_questions",
@@ -85,18 +86,6 @@ def word_boundary(phones: Sequence[str]) -> str:
     return lines(f"{p} {_BOUNDARY.get(p[-2:], 'nonword')}" for p in phones)
 
 
-def _read_table(path: str) -> Dict[str, int]:
-    table: Dict[str, int] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit():
-                raise FormatError(f"{path}:{lineno}: expected 'symbol integer', got "
-                                  f"{line.rstrip()!r}")
-            table[parts[0]] = int(parts[1])
-    return table
-
-
 def phones_table(phones: Sequence[str], disambig: Sequence[str],
                  given: Optional[str] = None, position_dependent: bool = True,
                  base_phones: Sequence[str] = ()) -> str:
@@ -105,7 +94,7 @@ def phones_table(phones: Sequence[str], disambig: Sequence[str],
     them) and the disambiguation symbols count up from its ``#0``."""
     if given is None:
         return lines(f"{s} {i}" for i, s in enumerate(["<eps>", *phones, *disambig]))
-    table = _read_table(given)
+    table = read_symbol_ids(given)
     names = [s for s in table if not re.fullmatch(r"#[0-9]+", s)]
     has_positions = len({re.sub(r"_[BIES]\Z", "", s) for s in names}) != len(names)
     if position_dependent and not has_positions:

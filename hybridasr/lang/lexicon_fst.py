@@ -63,6 +63,23 @@ def add_disambig(prons: Sequence[Sequence[str]], first_allowed: int = 1
     return out, max_disambig
 
 
+def _word_arcs(arcs: List[Arc], nxt: int, loop: int, word: int, prob: float,
+               pron: Sequence[int], exits: Sequence[Tuple[int, float]]) -> int:
+    """A word's path out of ``loop``: its phones on new states, the word and its cost on the
+    first arc, then one last arc per (target state, extra cost) in ``exits``; returns the next
+    free state."""
+    cost = -math.log(prob)
+    cur = loop
+    for i, ph in enumerate(pron[:-1]):
+        arcs.append((cur, nxt, ph, word if i == 0 else 0, cost if i == 0 else 0.0))
+        cur, nxt = nxt, nxt + 1
+    last = len(pron) - 1
+    for target, extra in exits:
+        arcs.append((cur, target, pron[last], word if last == 0 else 0,
+                     extra + (cost if last == 0 else 0.0)))
+    return nxt
+
+
 def lexicon_fst_arcs(entries: Sequence[Tuple[int, float, Sequence[int]]], sil_prob: float,
                      sil_phone: int, sil_disambig: Optional[int] = None
                      ) -> Tuple[List[Arc], int, int]:
@@ -72,14 +89,7 @@ def lexicon_fst_arcs(entries: Sequence[Tuple[int, float, Sequence[int]]], sil_pr
     if sil_prob == 0.0:
         loop, nxt = 0, 1
         for word, prob, pron in entries:
-            cost = -math.log(prob)
-            cur = loop
-            for i, ph in enumerate(pron[:-1]):
-                arcs.append((cur, nxt, ph, word if i == 0 else 0, cost if i == 0 else 0.0))
-                cur, nxt = nxt, nxt + 1
-            last = len(pron) - 1
-            arcs.append((cur, loop, pron[last], word if last == 0 else 0,
-                         cost if last == 0 else 0.0))
+            nxt = _word_arcs(arcs, nxt, loop, word, prob, pron, [(loop, 0.0)])
         return arcs, nxt, loop
 
     sil_cost, no_sil_cost = -math.log(sil_prob), -math.log(1.0 - sil_prob)
@@ -93,16 +103,8 @@ def lexicon_fst_arcs(entries: Sequence[Tuple[int, float, Sequence[int]]], sil_pr
         arcs.append((nxt, loop, sil_disambig, 0, 0.0))
         nxt += 1
     for word, prob, pron in entries:
-        cost = -math.log(prob)
-        cur = loop
-        for i, ph in enumerate(pron[:-1]):
-            arcs.append((cur, nxt, ph, word if i == 0 else 0, cost if i == 0 else 0.0))
-            cur, nxt = nxt, nxt + 1
-        last = len(pron) - 1
-        olabel = word if last == 0 else 0
-        extra = cost if last == 0 else 0.0
-        arcs.append((cur, loop, pron[last], olabel, no_sil_cost + extra))
-        arcs.append((cur, sil_state, pron[last], olabel, sil_cost + extra))
+        nxt = _word_arcs(arcs, nxt, loop, word, prob, pron,
+                         [(loop, no_sil_cost), (sil_state, sil_cost)])
     return arcs, nxt, loop
 
 
