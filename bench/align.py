@@ -31,7 +31,7 @@ def _subset(data_dir: str, n: int, tmp: str) -> str:
     """The first ``n`` utterances of ``data_dir`` (the library's subset tool)."""
     if n <= 0:
         return data_dir
-    from hybridasr.kaldi.datadir_subset import subset_data_dir
+    from hybridasr.datadir.subset import subset_data_dir
 
     out = os.path.join(tmp, "data")
     subset_data_dir(data_dir, out, "first", n)
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     from hybridasr.align.align_mapped import align_mapped
     from hybridasr.decode.forward import device_for, forward_dataset, load_model_and_data
     from hybridasr.decode.loglikes import load_log_priors
-    from hybridasr.kaldi.table_writer import MatrixWriter
+    from hybridasr.kaldi.io.table_writer import MatrixWriter
 
     nnet = os.path.join(args.nnet_dir, "final.nnet")
     tmp = tempfile.mkdtemp(prefix="bench_align_")

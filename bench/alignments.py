@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Alignment-reading speed: ours (``hybridasr.kaldi.intvec``) against kaldiio, same archive, one run.
+"""Alignment-reading speed: ours (``hybridasr.kaldi.io.intvec``) against kaldiio, same archive, one run.
 
 Generates alignments (default 10,000 utterances of 500 frames, transition-ids of the real
 kaldi_digits model range) and writes them as Kaldi binary int32-vector archives. Prints one JSON
@@ -44,8 +44,8 @@ def main(argv=None):
     import kaldiio
 
     from hybridasr.align.alignments import iter_alignment_file
-    from hybridasr.kaldi.intvec import read_int_vectors
-    from hybridasr.kaldi.table_writer import IntVectorWriter
+    from hybridasr.kaldi.io.intvec import read_int_vectors
+    from hybridasr.kaldi.io.table_writer import IntVectorWriter
 
     rng = np.random.default_rng(0)
     frames = args.utts * args.frames

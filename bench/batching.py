@@ -21,7 +21,7 @@ import numpy as np
 
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
-from hybridasr.kaldi.table import read_int_map
+from hybridasr.kaldi.io.table import read_int_map
 
 STRATEGIES = [
     ("random", {}), ("sorted", {}), ("sorted_reverse", {}),

@@ -120,9 +120,9 @@ def main():
 
     from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
     from hybridasr.decode.graph import load_graph_dir
-    from hybridasr.kaldi.table import read_text_archive
+    from hybridasr.kaldi.io.table import read_text_archive
     from hybridasr.decode.wer import compute_wer
-    from hybridasr.kaldi.table_writer import ArkScpWriter
+    from hybridasr.kaldi.io.table_writer import ArkScpWriter
     from hybridasr.kaldi.transition_model import read_transition_model
 
     tm = read_transition_model(str(DIGITS / "exp/mono_ali/final.mdl"))

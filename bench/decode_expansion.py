@@ -19,7 +19,7 @@ import time
 def run_route(a, expand: bool) -> dict:
     from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
     from hybridasr.decode.graph import load_graph_dir
-    from hybridasr.kaldi.matrix_reader import read_matrices
+    from hybridasr.kaldi.io.matrix_reader import read_matrices
     from hybridasr.kaldi.transition_model import read_transition_model
 
     tm = read_transition_model(a.model)

@@ -68,8 +68,8 @@ def _knf_compute(wave, opts):
 def _knf_job(scp: str, out: str) -> tuple:
     import soundfile as sf
 
-    from hybridasr.kaldi.table import read_map
-    from hybridasr.kaldi.table_writer import ArkScpWriter
+    from hybridasr.kaldi.io.table import read_map
+    from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
     opts = _opts()
     t = time.perf_counter()

@@ -32,8 +32,8 @@ def main(argv=None):
     from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
     from hybridasr.decode.wer import compute_wer
     from hybridasr.kaldi.lattice_best_path import best_paths
-    from hybridasr.kaldi.matrix_reader import read_matrices
-    from hybridasr.kaldi.table import read_text_archive
+    from hybridasr.kaldi.io.matrix_reader import read_matrices
+    from hybridasr.kaldi.io.table import read_text_archive
     from hybridasr.kaldi.transition_model import read_transition_model
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

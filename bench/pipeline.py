@@ -30,7 +30,7 @@ from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
 from hybridasr.data.transform import FeatureTransform
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
 
 def write_corpus(d: str, num_utts: int, dim: int, num_targets: int, seed: int):

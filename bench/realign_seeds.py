@@ -44,7 +44,7 @@ from seeds_prep import DEFAULT_KALDI, GMM, REPO, prepare  # noqa: E402
 sys.path.insert(0, REPO)
 from hybridasr.decode.wer import WerStats  # noqa: E402
 from hybridasr.kaldi.conf import read_config_file  # noqa: E402
-from hybridasr.kaldi.table import read_map, read_text_archive  # noqa: E402
+from hybridasr.kaldi.io.table import read_map, read_text_archive  # noqa: E402
 from hybridasr.recipe.summary import best_wer  # noqa: E402
 
 SETS = ("test", "train_cv10")

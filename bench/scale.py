@@ -179,7 +179,7 @@ def run_stage(stage: str, d: str, a) -> list:
     elif stage == "plan":
         from hybridasr.data.config import DataConfig
         from hybridasr.data.epoch import plan_epoch, plan_stats
-        from hybridasr.kaldi.table import read_int_map
+        from hybridasr.kaldi.io.table import read_int_map
 
         lengths = read_int_map(os.path.join(imp, "target_lengths"))
         for label, extra in STRATEGIES:
@@ -220,7 +220,7 @@ def run_stage(stage: str, d: str, a) -> list:
         from hybridasr.data.dataset import UtteranceDataset
         from hybridasr.decode.forward import forward_dataset
         from hybridasr.decode.loglikes import load_log_priors
-        from hybridasr.kaldi.table_writer import MatrixWriter
+        from hybridasr.kaldi.io.table_writer import MatrixWriter
         from hybridasr.models.mlp import Mlp
 
         torch.manual_seed(a.seed)
@@ -236,8 +236,8 @@ def run_stage(stage: str, d: str, a) -> list:
     elif stage == "decode":
         from hybridasr.decode.decode_table import decode_table
         from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
-        from hybridasr.kaldi.matrix_reader import read_matrices
-        from hybridasr.kaldi.table_writer import IntVectorWriter
+        from hybridasr.kaldi.io.matrix_reader import read_matrices
+        from hybridasr.kaldi.io.table_writer import IntVectorWriter
         from hybridasr.kaldi.transition_model import read_transition_model
 
         t0 = time.perf_counter()

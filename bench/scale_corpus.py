@@ -54,8 +54,8 @@ def make_alignment(tm, chains, chain_phone, n: int, rng):
 
 
 def generate(d: str, num_utts: int, a) -> dict:
-    from hybridasr.kaldi.table import write_map
-    from hybridasr.kaldi.table_writer import ArkScpWriter, IntVectorWriter
+    from hybridasr.kaldi.io.table import write_map
+    from hybridasr.kaldi.io.table_writer import ArkScpWriter, IntVectorWriter
     from hybridasr.kaldi.transition_model import write_transition_model
 
     rng = np.random.default_rng(a.seed)

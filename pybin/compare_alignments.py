@@ -28,7 +28,7 @@ def main(argv=None):
     import sys
 
     from hybridasr.align.compare import compare_alignment_dirs
-    from hybridasr.kaldi.table import read_map
+    from hybridasr.kaldi.io.table import read_map
     from hybridasr.utils.atomic import atomic_open
 
     args = get_parser().parse_args(argv)

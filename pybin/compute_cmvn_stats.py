@@ -5,7 +5,7 @@
 from hybridasr.cli import add_bool, make_parser, run_main
 from hybridasr.errors import ConfigError
 from hybridasr.features.cmvn_table import compute_cmvn_table
-from hybridasr.kaldi.specifier import scp_rxfilename, text_table_path
+from hybridasr.kaldi.io.specifier import scp_rxfilename, text_table_path
 
 
 def get_parser():

@@ -30,7 +30,7 @@ def get_parser():
 
 
 def main(argv=None):
-    from hybridasr.kaldi.specifier import scp_rxfilename
+    from hybridasr.kaldi.io.specifier import scp_rxfilename
     from hybridasr.options import from_values
 
     args = get_parser().parse_args(argv)

@@ -24,7 +24,7 @@ def get_parser():
 
 
 def main(argv=None):
-    from hybridasr.kaldi.table import read_text_rspecifier
+    from hybridasr.kaldi.io.table import read_text_rspecifier
     from hybridasr.decode.wer import compute_wer, write_alignment_stats
     from hybridasr.errors import FormatError
 

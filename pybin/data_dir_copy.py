@@ -3,9 +3,9 @@
 import sys
 
 from hybridasr.cli import add_bool, make_parser, run_main
-from hybridasr.kaldi.datadir import has
-from hybridasr.kaldi.datadir_subset import copy_data_dir
-from hybridasr.kaldi.datadir_validate import validate_data_dir
+from hybridasr.datadir.files import has
+from hybridasr.datadir.subset import copy_data_dir
+from hybridasr.datadir.validate import validate_data_dir
 
 
 def get_parser():

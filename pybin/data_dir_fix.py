@@ -3,7 +3,7 @@
 import sys
 
 from hybridasr.cli import make_parser, run_main
-from hybridasr.kaldi.datadir_fix import fix_data_dir
+from hybridasr.datadir.fix import fix_data_dir
 
 
 def get_parser():

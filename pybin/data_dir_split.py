@@ -3,7 +3,7 @@
 
 
 from hybridasr.cli import make_parser, run_main
-from hybridasr.kaldi.datadir_split import split_data_dir
+from hybridasr.datadir.split import split_data_dir
 
 
 def get_parser():

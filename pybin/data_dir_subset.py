@@ -4,7 +4,7 @@ import sys
 
 from hybridasr.cli import make_parser, run_main
 from hybridasr.errors import ConfigError
-from hybridasr.kaldi.datadir_subset import subset_data_dir
+from hybridasr.datadir.subset import subset_data_dir
 
 MODES = ("first", "last", "shortest", "per-spk", "speakers")
 

@@ -4,7 +4,7 @@ utterances where a speaker split would leave a side empty."""
 import sys
 
 from hybridasr.cli import add_options, make_parser, run_main
-from hybridasr.kaldi.datadir_tr_cv import TrCvOptions, split_tr_cv
+from hybridasr.datadir.tr_cv import TrCvOptions, split_tr_cv
 
 
 def get_parser():

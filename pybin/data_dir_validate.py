@@ -3,7 +3,7 @@
 import sys
 
 from hybridasr.cli import make_parser, run_main
-from hybridasr.kaldi.datadir_validate import validate_data_dir
+from hybridasr.datadir.validate import validate_data_dir
 
 
 def add_validate_flags(p):

@@ -47,8 +47,8 @@ def main(argv=None):
     from hybridasr.decode.graph import load_model_and_graph
     from hybridasr.kaldi.symbol_table import read_symbol_table
     from hybridasr.errors import ConfigError
-    from hybridasr.kaldi.matrix_reader import read_matrices
-    from hybridasr.kaldi.table_writer import IntVectorWriter
+    from hybridasr.kaldi.io.matrix_reader import read_matrices
+    from hybridasr.kaldi.io.table_writer import IntVectorWriter
 
     argv = list(sys.argv[1:] if argv is None else argv)
     # a bare --allow-partial must not swallow the next (positional) argument, as in Kaldi

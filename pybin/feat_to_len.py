@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Kaldi's feat-to-len: the number of frames of each feature matrix of a table."""
 from hybridasr.cli import make_parser, run_main
-from hybridasr.kaldi.matrix_lengths import feat_length_of_file, feat_lengths
-from hybridasr.kaldi.specifier import parse_wspecifier
-from hybridasr.kaldi.table_writer import TextTableWriter
+from hybridasr.kaldi.io.matrix_lengths import feat_length_of_file, feat_lengths
+from hybridasr.kaldi.io.specifier import parse_wspecifier
+from hybridasr.kaldi.io.table_writer import TextTableWriter
 
 
 def get_parser():

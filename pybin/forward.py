@@ -33,7 +33,7 @@ def main(argv=None):
     from hybridasr.decode.forward import (chunk_options, device_for, forward_dataset,
                                           load_model_and_data)
     from hybridasr.decode.loglikes import load_log_priors
-    from hybridasr.kaldi.table_writer import MatrixWriter
+    from hybridasr.kaldi.io.table_writer import MatrixWriter
     from hybridasr.errors import FormatError
 
     args = get_parser().parse_args(argv)

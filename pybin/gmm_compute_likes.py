@@ -32,7 +32,7 @@ def main(argv=None):
     from hybridasr.data.dataset import UtteranceDataset
     from hybridasr.data.transform import FeatureTransform
     from hybridasr.kaldi.gmm_model import read_gmm_model
-    from hybridasr.kaldi.table_writer import MatrixWriter
+    from hybridasr.kaldi.io.table_writer import MatrixWriter
     from hybridasr.errors import ConfigError, FormatError
 
     args = get_parser().parse_args(argv)

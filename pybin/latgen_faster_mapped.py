@@ -49,9 +49,9 @@ def main(argv=None):
     from hybridasr.errors import ConfigError
     from hybridasr.decode.graph import load_model_and_graph
     from hybridasr.kaldi.lattice import CompactLatticeWriter
-    from hybridasr.kaldi.matrix_reader import read_matrices
+    from hybridasr.kaldi.io.matrix_reader import read_matrices
     from hybridasr.kaldi.symbol_table import read_symbol_table
-    from hybridasr.kaldi.table_writer import IntVectorWriter
+    from hybridasr.kaldi.io.table_writer import IntVectorWriter
     from hybridasr.utils.atomic import atomic_open
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -41,8 +41,8 @@ def main(argv=None):
     from hybridasr.errors import ConfigError
     from hybridasr.kaldi.lattice import read_lattices
     from hybridasr.kaldi.symbol_table import read_symbol_table
-    from hybridasr.kaldi.table import read_text_archive
-    from hybridasr.kaldi.table_writer import IntVectorWriter
+    from hybridasr.kaldi.io.table import read_text_archive
+    from hybridasr.kaldi.io.table_writer import IntVectorWriter
     from hybridasr.utils.atomic import atomic_open
 
     args = get_parser().parse_args(argv)

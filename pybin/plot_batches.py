@@ -5,10 +5,10 @@ import os
 import json
 
 from hybridasr.cli import add_options, make_parser, run_main
-from hybridasr.kaldi.matrix_lengths import read_lengths
+from hybridasr.kaldi.io.matrix_lengths import read_lengths
 from hybridasr.data.options import BATCHING_CONFIG, data_config_from_args, data_option_sets
 from hybridasr.data.plot import plot_batch_orders
-from hybridasr.kaldi.table import read_int_map
+from hybridasr.kaldi.io.table import read_int_map
 
 
 def get_parser():

@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from hybridasr.align.alignments import iter_alignment_dir
-from hybridasr.kaldi.intvec import encode_int_vector
+from hybridasr.kaldi.io.intvec import encode_int_vector
 
 
 def real_model(exp_dir: Path) -> Path:

@@ -22,8 +22,8 @@ from hybridasr.align.importer import import_alignments
 from hybridasr.align.length_tolerance import match_length, within_tolerance
 from hybridasr.align.phones import phone_segments
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.intvec import read_int_vector_scp, read_int_vectors
-from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.io.intvec import read_int_vector_scp, read_int_vectors
+from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import (TransitionModel, read_transition_model,
                                               write_transition_model)
 

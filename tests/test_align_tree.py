@@ -12,7 +12,7 @@ import pytest
 from hybridasr.align.alignments import iter_alignment_file
 from hybridasr.align.phones import split_to_phones
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io_funcs import KaldiObjectReader
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import ContextDependency, read_tree
 

@@ -15,8 +15,8 @@ from hybridasr.align.alignments import iter_alignment_file
 from hybridasr.align.compare import phone_agreement
 from hybridasr.align.training_graphs import Lexicon, TrainingGraphCompiler
 from hybridasr.align.viterbi import AlignOptions, align_utterance
-from hybridasr.kaldi.intvec import read_int_vectors
-from hybridasr.kaldi.table_writer import MatrixWriter
+from hybridasr.kaldi.io.intvec import read_int_vectors
+from hybridasr.kaldi.io.table_writer import MatrixWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
 from train_helpers import load_pybin

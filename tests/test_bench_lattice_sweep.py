@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_decode_pdf_graph import gmm_loglikes  # noqa: E402

@@ -13,7 +13,7 @@ from hybridasr.features.cmvn import (accumulate_cmvn_stats, apply_cmvn, fake_cmv
                                      fake_dims)
 from hybridasr.features.cmvn_table import compute_cmvn_table
 from hybridasr.features.context import add_deltas, splice_frames
-from hybridasr.kaldi.matrix_reader import iter_feature_scp
+from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
 
 
 @pytest.mark.parametrize("subset", ["train", "test"])

@@ -11,14 +11,14 @@ import torch
 
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
-from hybridasr.kaldi.matrix_lengths import read_lengths, read_scp_lengths
-from hybridasr.kaldi.matrix_reader import iter_feature_scp
+from hybridasr.kaldi.io.matrix_lengths import read_lengths, read_scp_lengths
+from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
 from hybridasr.data.loader import make_batch_iterator, num_batches
 from hybridasr.data.transform import IGNORE_INDEX, FeatureTransform
 from hybridasr.errors import FormatError
 from hybridasr.features.cmvn import apply_cmvn
 from hybridasr.features.context import add_deltas, splice_frames
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
 
 def absolute_scp(src, dst, base):

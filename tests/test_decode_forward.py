@@ -11,7 +11,7 @@ from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.decode.forward import ChunkOptions, forward_dataset, model_logits
 from hybridasr.decode.loglikes import scaled_loglikes
-from hybridasr.kaldi.table_writer import MatrixWriter
+from hybridasr.kaldi.io.table_writer import MatrixWriter
 from hybridasr.errors import FormatError  # noqa: E402
 
 

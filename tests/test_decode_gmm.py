@@ -20,10 +20,10 @@ from hybridasr.data.transform import FeatureTransform
 from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
 from hybridasr.kaldi.gmm_model import read_gmm_model
 from hybridasr.decode.graph import load_graph_dir
-from hybridasr.kaldi.table import read_text_archive
+from hybridasr.kaldi.io.table import read_text_archive
 from hybridasr.decode.wer import compute_wer
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
 ACWT = 0.083333  # exp/mono/decode's --acoustic-scale
 

@@ -13,11 +13,11 @@ import pytest
 from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.decode.pseudo_loglikes import pseudo_loglikes
-from hybridasr.kaldi.table import read_text_archive
+from hybridasr.kaldi.io.table import read_text_archive
 from hybridasr.decode.wer import compute_wer
 from hybridasr.errors import FormatError
 from hybridasr.kaldi import transition_model as tm_mod
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
 
 @pytest.fixture(scope="module")

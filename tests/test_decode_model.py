@@ -21,7 +21,7 @@ import torch
 from hybridasr import models
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.kaldi.lattice import read_lattices
-from hybridasr.kaldi.table import read_text_archive
+from hybridasr.kaldi.io.table import read_text_archive
 
 CONFIG = {"model": "blstm", "num_layers": 2, "hidden_size": 32, "proj_size": 0, "dropout": 0.0}
 TRANSFORM = FeatureTransform(norm_means=True, delta_order=1)  # 13 -> 26 dims

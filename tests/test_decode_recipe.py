@@ -24,8 +24,8 @@ import pytest
 
 from hybridasr.decode.pseudo_loglikes import pseudo_loglikes
 from hybridasr.kaldi.lattice import read_lattices
-from hybridasr.kaldi.table import read_text_archive
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.io.table import read_text_archive
+from hybridasr.kaldi.io.table_writer import ArkScpWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 
 # A stand-in for every external program: records its argv (one JSON file per call), then acts.

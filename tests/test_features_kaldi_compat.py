@@ -13,7 +13,7 @@ import torchaudio.compliance.kaldi as ta_kaldi
 
 from hybridasr.features.extractor import FeatureExtractor
 from hybridasr.features.options import FeatureOptions
-from hybridasr.kaldi.table import read_map
+from hybridasr.kaldi.io.table import read_map
 
 
 def _kaldi_scale(path):

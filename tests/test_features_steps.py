@@ -11,7 +11,7 @@ import kaldiio
 import numpy as np
 import pytest
 
-from hybridasr.kaldi.table import read_int_map, read_map
+from hybridasr.kaldi.io.table import read_int_map, read_map
 
 @pytest.fixture
 def recipe(tmp_path, kaldi_digits):

@@ -51,7 +51,7 @@ def test_prepare_lang_format_lm_mkgraph_rebuild_kaldis_tri1_graph(polish_lang, k
 
 def test_estimated_trigram_graph_decodes_the_test_set(polish_lang, kaldi_polish, repo_dir):
     from hybridasr.decode.wer import compute_wer
-    from hybridasr.kaldi.table import read_text_archive
+    from hybridasr.kaldi.io.table import read_text_archive
     from test_decode_pdf_graph import gmm_loglikes
 
     work, env = polish_lang

@@ -17,13 +17,14 @@ LIB = REPO / "hybridasr"
 # package only. cli sits above all: the command line is the bins' business.
 FLOORS = {
     "errors": 0,
-    "options": 1, "utils": 1,
+    "options": 1, "utils": 1, "jobs": 1,
     "kaldi": 2,
-    "features": 3, "align": 3, "lang": 3,
-    "data": 4, "graph": 4,
-    "models": 5,
-    "train": 6, "decode": 6, "recipe": 6,
-    "cli": 7,
+    "datadir": 3,
+    "features": 4, "align": 4, "lang": 4,
+    "data": 5, "graph": 5,
+    "models": 6,
+    "train": 7, "decode": 7, "recipe": 7,
+    "cli": 8,
 }
 
 
@@ -121,3 +122,91 @@ def test_kaldifst_and_kaldi_hmm_gmm_import_orders(first, second):
         assert not hung and r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
     else:
         assert hung, "kaldifst then kaldi_hmm_gmm no longer hangs: update docs/design.md"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _module_graph():
+    """hybridasr module -> the hybridasr modules it imports (every import, also inside
+    functions; ``from pkg import name`` counts as ``pkg.name`` when that is a module)."""
+    modules = {_module_name(p): p for p in LIB.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        out = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                           else node.module for a in node.names]
+            else:
+                continue
+            out.update(t for t in targets if t in modules and t != name)
+        graph[name] = out
+    return graph
+
+
+def _cycles(graph):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_between_modules():
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    graph = _module_graph()
+    assert "hybridasr.jobs.cluster" in graph and len(graph) > 100
+    cycles = _cycles(graph)
+    assert not cycles, "modules importing each other: " + "; ".join(" <-> ".join(c)
+                                                                  for c in cycles)
+    # the walker finds a cycle where there is one
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_job_runners_need_nothing_but_the_standard_library():
+    """utils/run.pl runs ``python3 -m hybridasr.jobs`` with any python3."""
+    graph = _module_graph()
+    jobs = {m for m in graph if m.startswith("hybridasr.jobs")}
+    assert jobs and all(t.startswith("hybridasr.jobs") or t == "hybridasr"
+                        for m in jobs for t in graph[m])
+    for path in sorted((LIB / "jobs").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            for n in names:
+                top = n.split(".")[0]
+                assert top in sys.stdlib_module_names or top in ("hybridasr", "__future__"), \
+                    f"{path.name} imports {n}"

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.intvec import (encode_int_pair_vector, encode_int_vector,
+from hybridasr.kaldi.io.intvec import (encode_int_pair_vector, encode_int_vector,
                                     iter_int_vector_stream, read_int_vector_scp,
                                     read_int_vectors)
-from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.io.table_writer import IntVectorWriter
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +113,8 @@ def test_pair_vector_layout():
 
 def test_stdin_and_stdout_forms(alis, tmp_path):
     text = "".join(f"{k} " + "".join(f"{x} " for x in v.tolist()) + "\n" for k, v in alis[:3])
-    code = ("import sys; from hybridasr.kaldi.intvec import read_int_vectors\n"
-            "from hybridasr.kaldi.table_writer import IntVectorWriter\n"
+    code = ("import sys; from hybridasr.kaldi.io.intvec import read_int_vectors\n"
+            "from hybridasr.kaldi.io.table_writer import IntVectorWriter\n"
             "w = IntVectorWriter('ark,t:-')\n"
             "for k, v in read_int_vectors('ark:-'): w.write(k, v * 2)\n"
             "w.close()\n")

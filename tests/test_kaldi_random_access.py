@@ -1,5 +1,5 @@
-"""Random access over scp files (``kaldi.random_access``) with archives kept open per process
-(``kaldi.open_files``), on the real digits features and imported targets."""
+"""Random access over scp files (``kaldi.io.random_access``) with archives kept open per process
+(``kaldi.io.open_files``), on the real digits features and imported targets."""
 from __future__ import annotations
 
 import os
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.intvec import read_int_vector_scp
-from hybridasr.kaldi.matrix_reader import iter_feature_scp
-from hybridasr.kaldi.open_files import OpenFiles
-from hybridasr.kaldi.random_access import int_vectors, matrices
-from hybridasr.kaldi.table_writer import ArkScpWriter, MatrixWriter
+from hybridasr.kaldi.io.intvec import read_int_vector_scp
+from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
+from hybridasr.kaldi.io.open_files import OpenFiles
+from hybridasr.kaldi.io.random_access import int_vectors, matrices
+from hybridasr.kaldi.io.table_writer import ArkScpWriter, MatrixWriter
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from hybridasr.align.importer import import_alignments
-from hybridasr.kaldi.intvec import read_int_vector_scp as load_targets
+from hybridasr.kaldi.io.intvec import read_int_vector_scp as load_targets
 from hybridasr.errors import FormatError, HybridAsrError
 from hybridasr.recipe.kaldi_dir import check_kaldi_dir
 

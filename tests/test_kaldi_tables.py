@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.kaldi.intvec import read_int_vectors
-from hybridasr.kaldi.matrix_reader import iter_feature_scp, read_matrices
-from hybridasr.kaldi.specifier import (SpecifierError, parse_rspecifier, parse_wspecifier,
+from hybridasr.kaldi.io.intvec import read_int_vectors
+from hybridasr.kaldi.io.matrix_reader import iter_feature_scp, read_matrices
+from hybridasr.kaldi.io.specifier import (SpecifierError, parse_rspecifier, parse_wspecifier,
                                        scp_rxfilename, text_table_path)
-from hybridasr.kaldi.table import read_text_rspecifier, write_map
-from hybridasr.kaldi.table_writer import (ArkScpWriter, IntVectorWriter, MatrixWriter,
+from hybridasr.kaldi.io.table import read_text_rspecifier, write_map
+from hybridasr.kaldi.io.table_writer import (ArkScpWriter, IntVectorWriter, MatrixWriter,
                                           TextTableWriter)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -195,8 +195,8 @@ def test_stdout_and_pipes_give_the_file_bytes(feats, tmp_path):
             w.write(k, m)
     ref = (tmp_path / "f.ark").read_bytes()
     assert gzip.decompress((tmp_path / "f.ark.gz").read_bytes()) == ref
-    code = ("import sys\nfrom hybridasr.kaldi.matrix_reader import read_matrices\n"
-            "from hybridasr.kaldi.table_writer import MatrixWriter\n"
+    code = ("import sys\nfrom hybridasr.kaldi.io.matrix_reader import read_matrices\n"
+            "from hybridasr.kaldi.io.table_writer import MatrixWriter\n"
             "with MatrixWriter('ark:-') as w:\n"
             f"    for k, m in read_matrices('ark:{tmp_path}/f.ark'): w.write(k, m)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,

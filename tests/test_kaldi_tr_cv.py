@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.datadir_tr_cv import plan_tr_cv, split_tr_cv
+from hybridasr.datadir.tr_cv import plan_tr_cv, split_tr_cv
 from kaldi_shapes import make_data_dir
 
 

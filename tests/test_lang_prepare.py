@@ -150,7 +150,7 @@ def test_lexicon_fst_holds_every_pronunciation(built):
 def test_outputs_read_back(built):
     from hybridasr.align.training_graphs import Lexicon
     from hybridasr.kaldi.hmm_topology import HmmTopology
-    from hybridasr.kaldi.io_funcs import read_kaldi_object
+    from hybridasr.kaldi.io.io_funcs import read_kaldi_object
     from hybridasr.kaldi.symbol_table import read_symbol_table
 
     _, out = built
@@ -342,7 +342,7 @@ def test_options(digits_dict, tmp_path, kaldi_digits):
 
     one = build("one", num_sil_states=1, num_nonsil_states=1)
     from hybridasr.kaldi.hmm_topology import HmmTopology
-    from hybridasr.kaldi.io_funcs import read_kaldi_object
+    from hybridasr.kaldi.io.io_funcs import read_kaldi_object
     topo = read_kaldi_object(str(one / "topo"), HmmTopology.read, "topology")
     assert [len(e) for e in topo.entries] == [2, 2]
 

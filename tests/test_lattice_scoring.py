@@ -15,8 +15,8 @@ from hybridasr.decode.lattice_table import oracle_errors
 from hybridasr.kaldi.lattice import read_lattices
 from hybridasr.kaldi.lattice_best_path import best_path
 from hybridasr.kaldi.symbol_table import read_symbol_table
-from hybridasr.kaldi.table import read_text_archive
-from hybridasr.kaldi.table_writer import ArkScpWriter
+from hybridasr.kaldi.io.table import read_text_archive
+from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 from test_decode_pdf_graph import gmm_loglikes  # noqa: E402

@@ -21,7 +21,7 @@ from hybridasr.features.make_feats import FeatureTableOptions, FeatureWriteOptio
 from hybridasr.features.options import FbankOptions, FeatureOptions, MfccOptions
 from hybridasr.features.utt2dur import Utt2durOptions
 from hybridasr.graph.mkgraph import GraphBuildOptions
-from hybridasr.kaldi.datadir_tr_cv import TrCvOptions
+from hybridasr.datadir.tr_cv import TrCvOptions
 from hybridasr.lang.ngram import NgramOptions
 from hybridasr.lang.prepare_lang import LangOptions
 from hybridasr.models import model_config_from_args, model_options

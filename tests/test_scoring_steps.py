@@ -8,7 +8,7 @@ import subprocess
 
 import numpy as np
 
-from hybridasr.kaldi.table import read_text_archive
+from hybridasr.kaldi.io.table import read_text_archive
 
 
 def _sh(cmd, env, cwd, stdin=None):
@@ -56,7 +56,7 @@ def test_score_sh_embedded(kaldi_digits, repo_dir, env_with_path, tmp_path):
 
     from hybridasr.decode.pseudo_loglikes import pseudo_loglikes
     from hybridasr.kaldi import transition_model as tm_mod
-    from hybridasr.kaldi.table_writer import ArkScpWriter
+    from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
     tm = tm_mod.read_transition_model(str(kaldi_digits / "exp/mono_ali/final.mdl"))
     alis = {}

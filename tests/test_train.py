@@ -50,7 +50,7 @@ def decode_test_wer(model_path, kaldi_digits, ali) -> float:
     from hybridasr.decode.forward import forward_dataset, load_model_and_data
     from hybridasr.decode.graph import load_graph_dir
     from hybridasr.decode.loglikes import load_log_priors
-    from hybridasr.kaldi.table import read_text_archive
+    from hybridasr.kaldi.io.table import read_text_archive
     from hybridasr.decode.wer import compute_wer
     from hybridasr.kaldi.transition_model import read_transition_model
 

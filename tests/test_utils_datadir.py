@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hybridasr.kaldi.datadir import read_table
-from hybridasr.kaldi.datadir_split import split_by_speaker
-from hybridasr.kaldi.datadir_subset import select_evenly
+from hybridasr.datadir.files import read_table
+from hybridasr.datadir.split import split_by_speaker
+from hybridasr.datadir.subset import select_evenly
 
 REPO = Path(__file__).resolve().parents[1]
 UTILS = REPO / "utils"
@@ -134,7 +134,7 @@ def test_validate_options_and_missing_files(s5, env_with_path):
 
 def test_validate_spk_sort_and_non_printable(s5):
     from hybridasr.errors import FormatError
-    from hybridasr.kaldi.datadir_validate import validate_data_dir
+    from hybridasr.datadir.validate import validate_data_dir
 
     data = s5 / "data" / "test"
     # speaker ids that do not prefix the utterance ids break the speaker-sorted order
@@ -241,7 +241,7 @@ def test_subset_modes(s5, env_with_path, monkeypatch):
     util("subset_data_dir.sh", "--per-spk", src, 3, "data/per3", cwd=s5, env=env_with_path)
     assert lines(s5 / "data/per3/spk2utt")[0] == "jackson_0 jackson_0_0 jackson_0_3 jackson_0_6"
     util("subset_data_dir.sh", "--shortest", src, 4, "data/short4", cwd=s5, env=env_with_path)
-    from hybridasr.kaldi.matrix_lengths import read_scp_lengths
+    from hybridasr.kaldi.io.matrix_lengths import read_scp_lengths
     monkeypatch.chdir(s5)
     lengths = read_scp_lengths("data/train/feats.scp")
     shortest = sorted(lengths, key=lambda u: (lengths[u], u))[:4]

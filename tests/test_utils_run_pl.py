@@ -205,7 +205,7 @@ def test_queue_pl_with_stand_in_qsub(tmp_path, fake_cluster):
 
 
 def test_job_script_runs_exactly_the_run_pl_command(tmp_path):
-    from hybridasr.kaldi.job_runner import join_command, parse_args
+    from hybridasr.jobs.runner import join_command, parse_args
 
     req = parse_args(["-V", "--max-jobs-run=2", "JOB=1:2", "--mem", "1G", "l/x.JOB.log",
                       "cmd", "a b", 'say "hi"', "|"], "run.pl")

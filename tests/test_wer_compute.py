@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hybridasr.kaldi.table import parse_text_archive, read_text_archive
+from hybridasr.kaldi.io.table import parse_text_archive, read_text_archive
 from hybridasr.decode.wer import WerStats, compute_wer
 from hybridasr.errors import ConfigError, FormatError
 

@@ -5,7 +5,7 @@
 #         [JOB=1:N] <log-file> <command...>
 #   e.g.: run.pl JOB=1:4 exp/make_mfcc/log/make_mfcc.JOB.log echo JOB
 #         slurm.pl --mem 4G JOB=1:4 exp/make_mfcc/log/make_mfcc.JOB.log echo JOB
-# The work is done by hybridasr/kaldi/job_runner.py (Python, standard library only: any
+# The work is done by hybridasr/jobs/ (runner.py, cluster.py) (Python, standard library only: any
 # python3 runs it, the toolkit's environment is not needed); see there for the contract.
 # $HYBRIDASR_PYTHON names the interpreter (default: python3 on the PATH).
 use strict;
@@ -18,5 +18,5 @@ my $root = dirname(dirname(abs_path($0)));
 $ENV{PYTHONPATH} = (defined $ENV{PYTHONPATH} && $ENV{PYTHONPATH} ne "")
   ? "$root:$ENV{PYTHONPATH}" : $root;
 my $python = $ENV{HYBRIDASR_PYTHON} || "python3";
-exec { $python } $python, "-m", "hybridasr.kaldi.job_runner", $prog, @ARGV
+exec { $python } $python, "-m", "hybridasr.jobs", $prog, @ARGV
   or die "$prog: cannot run $python: $!\n";

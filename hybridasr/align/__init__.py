@@ -6,6 +6,6 @@
 ``--length-tolerance``);
 ``counts``: pdf frame counts and log-priors (Kaldi nnet1's ``PdfPrior``);
 ``importer``: what ``steps/import_ali.sh`` runs (its ``targets.scp`` is read with
-``hybridasr.kaldi.intvec.read_int_vector_scp``); ``ali_tools``: Kaldi's ``ali-to-pdf``,
+``hybridasr.kaldi.io.intvec.read_int_vector_scp``); ``ali_tools``: Kaldi's ``ali-to-pdf``,
 ``ali-to-phones``, ``analyze-counts`` and ``show-alignments``.
 """

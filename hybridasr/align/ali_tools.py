@@ -12,12 +12,12 @@ import numpy as np
 from hybridasr.align.counts import count_labels
 from hybridasr.align.phones import phone_segments
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.intvec import read_int_vectors
-from hybridasr.kaldi.streams import OutputStream
+from hybridasr.kaldi.io.intvec import read_int_vectors
+from hybridasr.kaldi.io.streams import OutputStream
 from hybridasr.kaldi.symbol_table import read_symbol_table
-from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
-from hybridasr.kaldi.vector_io import format_kaldi_vector, write_kaldi_vector
+from hybridasr.kaldi.io.vector_io import format_kaldi_vector, write_kaldi_vector
 from hybridasr.options import option
 
 

@@ -14,9 +14,9 @@ from typing import Dict, List
 
 from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
 from hybridasr.align.viterbi import AlignOptions, align_utterance
-from hybridasr.kaldi.matrix_reader import read_matrices
-from hybridasr.kaldi.table import read_text_rspecifier
-from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.io.matrix_reader import read_matrices
+from hybridasr.kaldi.io.table import read_text_rspecifier
+from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
 

@@ -14,7 +14,7 @@ from typing import Iterator, List, Tuple
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.intvec import iter_int_vector_stream
+from hybridasr.kaldi.io.intvec import iter_int_vector_stream
 
 
 def num_jobs(ali_dir: str) -> int:

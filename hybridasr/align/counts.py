@@ -7,7 +7,7 @@ from typing import Iterable
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.vector_io import read_kaldi_vector, write_kaldi_vector
+from hybridasr.kaldi.io.vector_io import read_kaldi_vector, write_kaldi_vector
 
 # Kaldi's PdfPrior sets the log-prior of a pdf below the floor to sqrt(FLT_MAX): subtracted
 # from the network's log-posteriors, it removes that pdf from decoding.

@@ -34,10 +34,10 @@ from hybridasr.align.length_tolerance import (DEFAULT_LENGTH_TOLERANCE, DROPPED,
                                               TRIMMED, match_length)
 from hybridasr.align.phones import split_to_phones
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.table import read_int_map, write_map
-from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.io.table import read_int_map, write_map
+from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
-from hybridasr.kaldi.vector_io import write_kaldi_vector
+from hybridasr.kaldi.io.vector_io import write_kaldi_vector
 from hybridasr.options import option
 
 log = logging.getLogger("import_ali")
@@ -91,7 +91,7 @@ def feature_lengths(data_dir: str) -> "OrderedDict[str, int]":
     if not os.path.isfile(feats):
         raise FormatError(f"{data_dir}: neither utt2num_frames nor feats.scp: no features to "
                           f"match the alignments against")
-    from hybridasr.kaldi.matrix_lengths import read_scp_lengths
+    from hybridasr.kaldi.io.matrix_lengths import read_scp_lengths
 
     return read_scp_lengths(feats)
 

@@ -1,6 +1,6 @@
 """``UtteranceDataset``: a Kaldi data dir's features (and frame targets) by utterance.
 
-Features and targets are read by key on demand (``hybridasr.kaldi.random_access``: nothing is
+Features and targets are read by key on demand (``hybridasr.kaldi.io.random_access``: nothing is
 copied into memory up front, each ark is opened once per process, compressed features are
 decoded with Kaldi's arithmetic); lengths come from ``utt2num_frames`` or the ark headers. Per-speaker CMVN stats
 (small) are read once. Features and targets of different lengths are trimmed to the shorter,
@@ -25,9 +25,9 @@ import numpy as np
 from hybridasr.align.length_tolerance import DEFAULT_LENGTH_TOLERANCE, within_tolerance
 from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.matrix_lengths import read_lengths
-from hybridasr.kaldi.random_access import int_vectors, matrices
-from hybridasr.kaldi.table import read_int_map, read_map
+from hybridasr.kaldi.io.matrix_lengths import read_lengths
+from hybridasr.kaldi.io.random_access import int_vectors, matrices
+from hybridasr.kaldi.io.table import read_int_map, read_map
 
 log = logging.getLogger(__name__)
 

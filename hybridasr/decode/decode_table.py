@@ -3,8 +3,8 @@
 Every utterance of the input gets an output line: an utterance with no surviving path is
 written with an empty word sequence (so scoring counts its words as deletions) and a warning;
 one that reaches no final state gets its best partial path (Kaldi's ``--allow-partial``).
-The log-likelihoods come from ``hybridasr.kaldi.matrix_reader.read_matrices``, the words and
-alignments go to ``hybridasr.kaldi.table_writer.IntVectorWriter``s.
+The log-likelihoods come from ``hybridasr.kaldi.io.matrix_reader.read_matrices``, the words and
+alignments go to ``hybridasr.kaldi.io.table_writer.IntVectorWriter``s.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Dict, Iterable, Optional, Tuple
 import numpy as np
 
 from hybridasr.decode.decoder import MappedDecoder
-from hybridasr.kaldi.table_writer import IntVectorWriter
+from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.symbol_table import ids_to_text
 
 log = logging.getLogger(__name__)

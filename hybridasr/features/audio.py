@@ -3,7 +3,7 @@
 A ``wav.scp`` value is a Kaldi extended filename: a path (relative to the cwd, the recipe dir),
 a command whose stdout is the audio (``sox a.flac -t wav - |``, ``sph2pipe -f wav a.sph |``),
 or ``ark-file:offset`` (a wav inside an archive). The command runs through
-``hybridasr.kaldi.streams.InputStream``; a failed command skips the utterance, as Kaldi. 16-bit PCM wav, the
+``hybridasr.kaldi.io.streams.InputStream``; a failed command skips the utterance, as Kaldi. 16-bit PCM wav, the
 common case, is parsed directly (a data chunk whose length was never filled in, as in a wav
 written to a pipe, runs to the end of the stream); everything else goes to soundfile
 (libsndfile: 8/24/32-bit PCM, float wav, flac, ...), with kaldiio's reader as the fallback.
@@ -36,8 +36,8 @@ import numpy as np
 import soundfile as sf
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.streams import InputStream, split_offset
-from hybridasr.kaldi.table import iter_map_lines, read_map
+from hybridasr.kaldi.io.streams import InputStream, split_offset
+from hybridasr.kaldi.io.table import iter_map_lines, read_map
 
 # soundfile subtype -> the factor that turns its float samples into Kaldi's values
 _SCALE = {"PCM_16": 32768.0, "PCM_24": 8388608.0, "PCM_32": 2147483648.0, "PCM_U8": 128.0,

@@ -14,10 +14,10 @@ import numpy as np
 
 from hybridasr.errors import FormatError, HybridAsrError
 from hybridasr.features.cmvn import accumulate_cmvn_stats, fake_cmvn_stats, fake_dims
-from hybridasr.kaldi.matrix_reader import iter_feature_scp
-from hybridasr.kaldi.specifier import parse_wspecifier
-from hybridasr.kaldi.table import read_map
-from hybridasr.kaldi.table_writer import MatrixWriter
+from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
+from hybridasr.kaldi.io.specifier import parse_wspecifier
+from hybridasr.kaldi.io.table import read_map
+from hybridasr.kaldi.io.table_writer import MatrixWriter
 
 log = logging.getLogger("hybridasr.features")
 

@@ -7,9 +7,9 @@ import logging
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.matrix_reader import read_matrices
-from hybridasr.kaldi.specifier import parse_wspecifier
-from hybridasr.kaldi.table_writer import MatrixWriter, TextTableWriter
+from hybridasr.kaldi.io.matrix_reader import read_matrices
+from hybridasr.kaldi.io.specifier import parse_wspecifier
+from hybridasr.kaldi.io.table_writer import MatrixWriter, TextTableWriter
 
 log = logging.getLogger("hybridasr.features")
 

@@ -22,9 +22,9 @@ from hybridasr.errors import ConfigError, FormatError, HybridAsrError
 from hybridasr.features.audio import Audio, UtteranceError, iter_audio
 from hybridasr.features.extractor import FeatureExtractor
 from hybridasr.features.options import FeatureOptions
-from hybridasr.kaldi.specifier import parse_wspecifier, text_table_path
-from hybridasr.kaldi.table import read_map
-from hybridasr.kaldi.table_writer import ArkScpWriter, TextTableWriter
+from hybridasr.kaldi.io.specifier import parse_wspecifier, text_table_path
+from hybridasr.kaldi.io.table import read_map
+from hybridasr.kaldi.io.table_writer import ArkScpWriter, TextTableWriter
 from hybridasr.options import check, from_values, option
 
 log = logging.getLogger("hybridasr.features")

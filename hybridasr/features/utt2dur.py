@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Callable, List, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.datadir import data_file, has, read_table, segment_recordings
-from hybridasr.kaldi.matrix_lengths import read_scp_lengths
-from hybridasr.kaldi.table import write_lines
+from hybridasr.datadir.files import data_file, has, read_table, segment_recordings
+from hybridasr.kaldi.io.matrix_lengths import read_scp_lengths
+from hybridasr.kaldi.io.table import write_lines
 from hybridasr.options import option
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io_funcs import KaldiObjectReader
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader
 from hybridasr.kaldi.transition_model import TransitionModel
 
 

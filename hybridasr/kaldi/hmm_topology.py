@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import List, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader, KaldiObjectWriter
 
 NO_PDF = -1
 

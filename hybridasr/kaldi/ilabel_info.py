@@ -8,7 +8,7 @@ import io
 from typing import List, Sequence
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter, read_kaldi_object
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader, KaldiObjectWriter, read_kaldi_object
 
 __all__ = ["read_ilabel_info", "write_ilabel_info", "ilabel_info_bytes"]
 

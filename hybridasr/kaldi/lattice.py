@@ -20,9 +20,9 @@ from typing import BinaryIO, Dict, Iterator, List, Tuple, Union
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.specifier import WSpecifier, parse_rspecifier
-from hybridasr.kaldi.streams import InputStream, label
-from hybridasr.kaldi.table_writer import TableWriter
+from hybridasr.kaldi.io.specifier import WSpecifier, parse_rspecifier
+from hybridasr.kaldi.io.streams import InputStream, label
+from hybridasr.kaldi.io.table_writer import TableWriter
 
 FST_MAGIC = 2125659606
 COMPACT_TYPE, LATTICE_TYPE = "compactlattice44", "lattice4"

@@ -25,7 +25,7 @@ import numpy as np
 
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.hmm_topology import NO_PDF, HmmTopology
-from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter, read_kaldi_object
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader, KaldiObjectWriter, read_kaldi_object
 from hybridasr.utils.atomic import atomic_path
 
 __all__ = ["TransitionModel", "read_transition_model", "write_transition_model"]

@@ -20,7 +20,7 @@ import struct
 from typing import Dict, Optional, Sequence, Tuple, Union
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io_funcs import KaldiObjectReader, read_kaldi_object
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader, read_kaldi_object
 
 __all__ = ["ContextDependency", "read_tree", "PDF_CLASS_KEY"]
 

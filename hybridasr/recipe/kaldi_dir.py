@@ -14,7 +14,7 @@ import shutil
 from typing import List, Optional
 
 from hybridasr.errors import HybridAsrError
-from hybridasr.kaldi.table import iter_map_lines
+from hybridasr.kaldi.io.table import iter_map_lines
 from hybridasr.utils.atomic import atomic_open
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,9 @@ from typing import Iterator, Optional, Tuple
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.specifier import parse_rspecifier
-from hybridasr.kaldi.streams import InputStream, label, split_offset
-from hybridasr.kaldi.table import iter_map_lines
+from hybridasr.kaldi.io.specifier import parse_rspecifier
+from hybridasr.kaldi.io.streams import InputStream, label, split_offset
+from hybridasr.kaldi.io.table import iter_map_lines
 
 _F = np.float32
 
@@ -114,7 +114,7 @@ def read_matrix_rx(rx: str, files) -> np.ndarray:
 def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
     """(utt, matrix) for each line of a feats.scp (``read_matrix_rx``: Kaldi-exact for
     ``ark:offset`` entries and their row ranges, kaldiio for pipes)."""
-    from hybridasr.kaldi.open_files import OpenFiles
+    from hybridasr.kaldi.io.open_files import OpenFiles
 
     with OpenFiles() as files:
         for lineno, key, value in iter_map_lines(scp):

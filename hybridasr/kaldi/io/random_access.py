@@ -1,7 +1,7 @@
 """Random access by key over an scp, as Kaldi's ``RandomAccessTableReader`` on ``scp:``.
 
 The scp is read once (key -> where); a value is read when asked for, from archives kept open
-per process (``hybridasr.kaldi.open_files``), so a loader worker reading thousands of
+per process (``hybridasr.kaldi.io.open_files``), so a loader worker reading thousands of
 utterances opens each ark once. Matrices are decoded with Kaldi's exact arithmetic
 (``matrix_reader.read_matrix_at``), so training reads the same numbers as decoding and
 Kaldi's binaries; entries that are not ``ark:offset`` (a row range, a pipe, a plain file) go
@@ -16,9 +16,9 @@ from typing import Callable, Dict, Iterator, List
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.open_files import OpenFiles
-from hybridasr.kaldi.streams import split_offset
-from hybridasr.kaldi.table import iter_map_lines
+from hybridasr.kaldi.io.open_files import OpenFiles
+from hybridasr.kaldi.io.streams import split_offset
+from hybridasr.kaldi.io.table import iter_map_lines
 
 class ScpTable:
     """Values of one kind (see :func:`matrices`, :func:`int_vectors`) by key."""
@@ -95,19 +95,19 @@ class ScpTable:
 
 
 def _matrix_at(files: OpenFiles, path: str, offset: int, key: str) -> np.ndarray:
-    from hybridasr.kaldi.matrix_reader import read_matrix_at
+    from hybridasr.kaldi.io.matrix_reader import read_matrix_at
 
     return read_matrix_at(files.file(path), offset)
 
 
 def _matrix_other(files: OpenFiles, rx: str) -> np.ndarray:
-    from hybridasr.kaldi.matrix_reader import read_matrix_rx
+    from hybridasr.kaldi.io.matrix_reader import read_matrix_rx
 
     return read_matrix_rx(rx, files)
 
 
 def _int_vector_at(files: OpenFiles, path: str, offset: int, key: str) -> np.ndarray:
-    from hybridasr.kaldi.intvec import read_int_vector_at
+    from hybridasr.kaldi.io.intvec import read_int_vector_at
 
     return read_int_vector_at(files.file(path), offset, path, key)
 

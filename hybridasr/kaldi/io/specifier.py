@@ -12,7 +12,7 @@ As Kaldi's ``ClassifyRspecifier`` / ``ClassifyWspecifier`` (``util/kaldi-table.c
   ``ark:| gzip -c > ali.1.gz``.
 
 An rxfilename is a file, ``-`` (stdin) or ``command |``; a wxfilename a file, ``-`` (stdout)
-or ``| command`` (``hybridasr.kaldi.streams``). Options may be separated by commas or spaces
+or ``| command`` (``hybridasr.kaldi.io.streams``). Options may be separated by commas or spaces
 (``ark, t``: more lenient than Kaldi, as our tools always were), and the filename is stripped
 of surrounding spaces. A bad specifier raises :class:`SpecifierError`, which is both a
 ConfigError (a bad argument) and a FormatError.

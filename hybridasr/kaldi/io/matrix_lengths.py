@@ -13,11 +13,11 @@ from collections import OrderedDict
 from typing import BinaryIO, Optional
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.matrix_reader import read_matrices
-from hybridasr.kaldi.open_files import OpenFiles
-from hybridasr.kaldi.specifier import parse_rspecifier
-from hybridasr.kaldi.streams import split_offset
-from hybridasr.kaldi.table import iter_map_lines, read_int_map
+from hybridasr.kaldi.io.matrix_reader import read_matrices
+from hybridasr.kaldi.io.open_files import OpenFiles
+from hybridasr.kaldi.io.specifier import parse_rspecifier
+from hybridasr.kaldi.io.streams import split_offset
+from hybridasr.kaldi.io.table import iter_map_lines, read_int_map
 
 
 def _rows_from_header(f: BinaryIO) -> Optional[int]:

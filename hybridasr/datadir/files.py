@@ -9,7 +9,7 @@ order is the same for UTF-8) and ``utt2spk`` is the primary table: ``spk2utt`` i
 
 The operations of Kaldi's ``utils/*`` live in sibling modules: ``datadir_validate``,
 ``datadir_fix``, ``datadir_split``, ``datadir_subset``, ``datadir_tr_cv``; the lines are read
-and written by ``hybridasr.kaldi.table``.
+and written by ``hybridasr.kaldi.io.table``.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.table import iter_map_lines, write_lines
+from hybridasr.kaldi.io.table import iter_map_lines, write_lines
 
 # Tables keyed by utterance (wav.scp joins them when there is no segments file).
 UTT_FILES = ("utt2spk", "text", "feats.scp", "segments", "utt2dur", "utt2num_frames",

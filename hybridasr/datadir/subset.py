@@ -19,7 +19,7 @@ import re
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.datadir import (data_file, has, read_id_list, read_table, read_utt2spk,
+from hybridasr.datadir.files import (data_file, has, read_id_list, read_table, read_utt2spk,
                                      subset_files, utt2spk_to_spk2utt)
 
 Pairs = List[Tuple[str, str]]
@@ -77,7 +77,7 @@ def select_shortest(data: str, pairs: Pairs, n: int) -> Pairs:
         lengths = {e.key: int(e.value) for e in read_table(data_file(data,
                                                                       "utt2num_frames")).entries}
     elif has(data, "feats.scp"):
-        from hybridasr.kaldi.matrix_lengths import read_scp_lengths
+        from hybridasr.kaldi.io.matrix_lengths import read_scp_lengths
         lengths = dict(read_scp_lengths(data_file(data, "feats.scp")))
     else:
         raise FormatError(f"--shortest needs {data_file(data, 'utt2num_frames')} or "

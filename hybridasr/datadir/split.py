@@ -14,7 +14,7 @@ import os
 from typing import List, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.datadir import (PLAIN_FILES, RECO_FILES, SPK_FILES, UTT_FILES, data_file,
+from hybridasr.datadir.files import (PLAIN_FILES, RECO_FILES, SPK_FILES, UTT_FILES, data_file,
                                      read_utt2spk, subset_files)
 
 Pairs = List[Tuple[str, str]]

@@ -1,6 +1,6 @@
 """Writing Kaldi tables: the one writer family (matrices, int32 vectors, text values).
 
-Every writer takes a wspecifier (``hybridasr.kaldi.specifier``): ``ark:f``, ``ark,t:f``,
+Every writer takes a wspecifier (``hybridasr.kaldi.io.specifier``): ``ark:f``, ``ark,t:f``,
 ``ark,scp:f.ark,f.scp``, ``ark:-`` (stdout), ``ark:| gzip -c > f.gz``. An entry is ``key``, one
 space, then the value as Kaldi's holders write it. The scp line of an entry is ``key
 <ark>:<offset>`` with the ark's name as given (relative paths stay relative, as Kaldi recipes
@@ -25,9 +25,9 @@ from typing import Optional, Union
 import numpy as np
 
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.kaldi.intvec import encode_int_pair_vector, encode_int_vector
-from hybridasr.kaldi.specifier import WSpecifier, parse_wspecifier
-from hybridasr.kaldi.streams import OutputStream
+from hybridasr.kaldi.io.intvec import encode_int_pair_vector, encode_int_vector
+from hybridasr.kaldi.io.specifier import WSpecifier, parse_wspecifier
+from hybridasr.kaldi.io.streams import OutputStream
 
 
 class TableWriter:

@@ -6,7 +6,7 @@ ending, an empty line, a line starting with whitespace, bytes that are not UTF-8
 ``read_map``/``read_int_map`` read maps; ``read_text_archive`` token sequences (``text``,
 ``hyp.tra``: a line holding only a key is an empty sequence, what a decoder writes for an
 utterance it could not decode). ``write_map`` writes a map atomically and durably
-(``hybridasr.kaldi.table_writer``); ``write_lines`` any text lines.
+(``hybridasr.kaldi.io.table_writer``); ``write_lines`` any text lines.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from collections import OrderedDict
 from typing import IO, Iterable, Iterator, List, Optional, Tuple
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.specifier import SpecifierError, WSpecifier, parse_rspecifier
-from hybridasr.kaldi.streams import InputStream, label
-from hybridasr.kaldi.table_writer import TextTableWriter
+from hybridasr.kaldi.io.specifier import SpecifierError, WSpecifier, parse_rspecifier
+from hybridasr.kaldi.io.streams import InputStream, label
+from hybridasr.kaldi.io.table_writer import TextTableWriter
 from hybridasr.utils.atomic import atomic_open
 
 

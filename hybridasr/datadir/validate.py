@@ -15,7 +15,7 @@ import unicodedata
 from typing import Dict, List
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.datadir import (Table, check_sorted_unique, data_file, has, read_table,
+from hybridasr.datadir.files import (Table, check_sorted_unique, data_file, has, read_table,
                                      read_utt2spk, segment_recordings, utt2spk_to_spk2utt)
 
 

@@ -17,8 +17,8 @@ The contract, as Kaldi's run.pl has it::
 - a failure gives exit status 1 and ``run.pl: 2 / 4 failed, log is in log/name.*.log``
   (one job: ``run.pl: job failed, log is in log/name.log``).
 
-The cluster runners are in ``hybridasr.kaldi.job_cluster``. ``utils/run.pl``, ``slurm.pl``
-and ``queue.pl`` are Perl scripts, as Kaldi's, that run ``python3 -m hybridasr.kaldi.job_runner
+The cluster runners are in ``hybridasr.jobs.cluster``. ``utils/run.pl``, ``slurm.pl``
+and ``queue.pl`` are Perl scripts, as Kaldi's, that run ``python3 -m hybridasr.jobs.runner
 <run.pl|slurm.pl|queue.pl> ...`` (``main``). These modules must import with the system python3
 alone: no numpy, nothing outside the stdlib.
 """
@@ -286,22 +286,3 @@ def main_local(argv: Optional[List[str]] = None, prog: str = "run.pl") -> int:
         print(str(e), file=sys.stderr)
         return 1
     return LocalRunner(req, prog).run()
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python3 -m hybridasr.kaldi.job_runner <run.pl|slurm.pl|queue.pl> [args...]``."""
-    argv = sys.argv[1:] if argv is None else argv
-    prog = argv[0] if argv else ""
-    if prog == "run.pl":
-        return main_local(argv[1:], prog=prog)
-    from hybridasr.kaldi.job_cluster import CLUSTERS, main_cluster
-
-    if prog in CLUSTERS:
-        return main_cluster(CLUSTERS[prog](), argv[1:])
-    print(f"job_runner: the first argument names the runner: run.pl, "
-          f"{', '.join(sorted(CLUSTERS))}", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,7 @@ Layouts, as Kaldi's ``BasicVectorHolder<int32>`` writes them after ``key`` and o
 An archive may mix both. Reading streams through the input in large chunks, so a pipe over
 many gzipped jobs never sits in memory whole; each value is decoded with one numpy call.
 Writing: ``encode_int_vector`` here, the archive itself by
-``hybridasr.kaldi.table_writer.IntVectorWriter``.
+``hybridasr.kaldi.io.table_writer.IntVectorWriter``.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.specifier import parse_rspecifier
-from hybridasr.kaldi.streams import InputStream, label, split_offset
+from hybridasr.kaldi.io.specifier import parse_rspecifier
+from hybridasr.kaldi.io.streams import InputStream, label, split_offset
 
 _REC = np.dtype([("size", "i1"), ("value", "<i4")])
 _WS = b" \t\n\r\v\f"
@@ -209,7 +209,7 @@ def _split_scp_line(line: str, scp: str, lineno: int) -> Tuple[str, str, int]:
 
 
 def _iter_scp(lines: List[str], scp: str) -> Iterator[Tuple[str, np.ndarray]]:
-    from hybridasr.kaldi.open_files import OpenFiles
+    from hybridasr.kaldi.io.open_files import OpenFiles
 
     with OpenFiles() as files:
         for lineno, line in enumerate(lines, start=1):

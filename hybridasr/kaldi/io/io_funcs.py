@@ -223,7 +223,7 @@ def read_kaldi_object(rxfilename: str, read, what: str):
     """``read(KaldiObjectReader)`` on an rxfilename (a file, ``-`` or ``cmd |``): the object at
     its head (``TransitionModel.read``, ``ContextDependency.read``); nothing past it is read, so
     a pipe's command may die of SIGPIPE (not an error). ``what`` names it in errors."""
-    from hybridasr.kaldi.streams import InputStream
+    from hybridasr.kaldi.io.streams import InputStream
 
     try:
         stream = InputStream(rxfilename)

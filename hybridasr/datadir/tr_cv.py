@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 from hybridasr.errors import FormatError
 from hybridasr.options import option
-from hybridasr.kaldi.datadir import (data_file, has, read_table, read_utt2spk, subset_files,
+from hybridasr.datadir.files import (data_file, has, read_table, read_utt2spk, subset_files,
                                      utt2spk_to_spk2utt)
 
 log = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ import shutil
 from typing import Callable, Dict, List, Optional, Set
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.datadir import (RECO_FILES, SPK_FILES, UTT_FILES, Table, data_file,
+from hybridasr.datadir.files import (RECO_FILES, SPK_FILES, UTT_FILES, Table, data_file,
                                      has, read_table, sort_entries, utt2spk_to_spk2utt,
                                      write_entries)
-from hybridasr.kaldi.table import write_lines
+from hybridasr.kaldi.io.table import write_lines
 
 _ALL = UTT_FILES + SPK_FILES + RECO_FILES + ("wav.scp",)
 

@@ -1,6 +1,6 @@
 """Kaldi's cluster job runners ``utils/slurm.pl`` and ``utils/queue.pl``: one array job per
 ``JOB=a:b``, submitted with ``sbatch``/``qsub`` and waited for; each job runs exactly as
-``run.pl`` runs it and writes the same log (``hybridasr.kaldi.job_runner``). Options map onto
+``run.pl`` runs it and writes the same log (``hybridasr.jobs.runner``). Options map onto
 the submit command through a Kaldi-style config: ``--config``, else ``conf/slurm.conf`` (or
 ``conf/queue.conf``) when it exists, as in Kaldi, else the runner's default.
 Standard library only, as ``job_runner``.
@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from hybridasr.kaldi.job_runner import (JobRequest, JobSpecError, ended_code, parse_args,
+from hybridasr.jobs.runner import (JobRequest, JobSpecError, ended_code, parse_args,
                                         report_failures)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io_funcs import KaldiObjectReader, KaldiObjectWriter
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader, KaldiObjectWriter
 from hybridasr.utils.atomic import atomic_path
 
 
