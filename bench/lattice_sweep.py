@@ -31,7 +31,7 @@ def main(argv=None):
     from hybridasr.decode.determinize import phone_boundaries
     from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
     from hybridasr.decode.wer import compute_wer
-    from hybridasr.kaldi.lattice_best_path import best_paths
+    from hybridasr.decode.lattice_best_path import best_paths
     from hybridasr.kaldi.io.matrix_reader import read_matrices
     from hybridasr.kaldi.io.table import read_text_archive
     from hybridasr.kaldi.transition_model import read_transition_model

@@ -302,7 +302,7 @@ def test_lattices_on_our_graph_are_those_on_kaldis(kaldi_polish, tmp_path):
     (exp/tri1/decode/scoring/<lmwt>.tra)."""
     from hybridasr.decode.graph import load_graph_dir
     from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
-    from hybridasr.kaldi.lattice_best_path import best_paths
+    from hybridasr.decode.lattice_best_path import best_paths
     from hybridasr.kaldi.io.table import read_text_archive
     from test_decode_pdf_graph import gmm_loglikes
 

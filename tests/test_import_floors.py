@@ -210,3 +210,16 @@ def test_the_job_runners_need_nothing_but_the_standard_library():
                 top = n.split(".")[0]
                 assert top in sys.stdlib_module_names or top in ("hybridasr", "__future__"), \
                     f"{path.name} imports {n}"
+
+
+def test_no_package_holds_more_than_a_fifth_of_the_library():
+    """Small rooms with one purpose (issue 31): no package directly under hybridasr/ holds
+    more than 20% of the library's lines."""
+    lines = {}
+    for path in LIB.rglob("*.py"):
+        rel = path.relative_to(LIB).parts
+        top = rel[0] if len(rel) > 1 else "(modules)"
+        lines[top] = lines.get(top, 0) + len(path.read_text(encoding="utf-8").splitlines())
+    total = sum(lines.values())
+    big = {k: f"{v / total:.1%}" for k, v in lines.items() if v > 0.2 * total}
+    assert total > 10000 and not big, f"packages over 20% of {total} lines: {big}"

@@ -13,7 +13,7 @@ import pytest
 from hybridasr.decode.determinize import determinize_lattice_pruned, phone_boundaries
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
-from hybridasr.kaldi.lattice_best_path import best_paths
+from hybridasr.decode.lattice_best_path import best_paths
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 from test_decode_pdf_graph import gmm_loglikes  # noqa: E402

@@ -16,7 +16,7 @@ from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
 from hybridasr.errors import ConfigError, HybridAsrError
-from hybridasr.kaldi.lattice_best_path import best_paths
+from hybridasr.decode.lattice_best_path import best_paths
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_decode_pdf_graph import gmm_loglikes  # noqa: E402

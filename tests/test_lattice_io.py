@@ -15,7 +15,7 @@ import pytest
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.lattice import (CompactLatticeWriter, encode_binary, iter_lattice_stream,
                                      read_lattices)
-from hybridasr.kaldi.lattice_best_path import best_path, best_paths
+from hybridasr.decode.lattice_best_path import best_path, best_paths
 from hybridasr.kaldi.io.table import read_text_archive
 
 DECODES = ["kaldi_digits/exp/mono/decode", "kaldi_polish/exp/tri1/decode",

@@ -13,7 +13,7 @@ import pytest
 
 from hybridasr.decode.lattice_table import oracle_errors
 from hybridasr.kaldi.lattice import read_lattices
-from hybridasr.kaldi.lattice_best_path import best_path
+from hybridasr.decode.lattice_best_path import best_path
 from hybridasr.kaldi.symbol_table import read_symbol_table
 from hybridasr.kaldi.io.table import read_text_archive
 from hybridasr.kaldi.io.table_writer import ArkScpWriter

@@ -13,7 +13,7 @@ import numpy as np
 
 from hybridasr.decode.lattice_decoder import LatticeDecoder
 from hybridasr.kaldi.lattice import CompactLattice, CompactLatticeWriter
-from hybridasr.kaldi.lattice_best_path import best_paths
+from hybridasr.decode.lattice_best_path import best_paths
 from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.symbol_table import ids_to_text
 

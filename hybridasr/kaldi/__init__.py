@@ -4,7 +4,7 @@ Kaldi file they read or write.
 - ``io``: table I/O, one import point (specifiers, streams, matrix and int-vector tables,
   text tables, random access over scp files, Kaldi's basic types).
 - Kaldi objects: ``hmm_topology``, ``transition_model``, ``tree``, ``gmm_model``, ``fst``,
-  ``ilabel_info``, ``lattice``, ``lattice_best_path``, ``symbol_table``, ``nnet1``,
+  ``ilabel_info``, ``lattice``, ``symbol_table``, ``nnet1``,
   ``pdf_mapping`` (per-pdf log-likelihoods through a model's transition-id -> pdf map).
 - ``conf``: config files.
 

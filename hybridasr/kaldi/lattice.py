@@ -1,5 +1,5 @@
 """Kaldi lattices: ``CompactLattice`` archives (``lat.JOB.gz``) read and written, binary and
-text (best paths: ``hybridasr.kaldi.lattice_best_path``).
+text (best paths: ``hybridasr.decode.lattice_best_path``).
 
 A CompactLattice is an acceptor on words whose weights are (graph cost, acoustic cost,
 transition-ids): Kaldi's ``CompactLatticeWeight``. In an archive each entry is ``key `` then,
