@@ -21,6 +21,6 @@ else
 fi
 .venv/bin/python -c 'import torch, torchaudio; print("torch", torch.__version__, "torchaudio", torchaudio.__version__)'
 # the toolkit's C++ (lattice generation), built with the system's g++ (about 2 s); without
-# one, lattices are made by kaldi-decoder's slower LatticeSimpleDecoder
+# one, decoding writes the 1-best path and scoring re-decodes it per LM weight
 .venv/bin/python -c 'from hybridasr.decode import native; print("C++ library", native.build())' ||
-  echo "$0: warning: could not build hybridasr's C++ library (no g++?): lattice generation will be slower" >&2
+  echo "$0: warning: could not build hybridasr's C++ library (no g++?): decoding falls back to 1-best (no lattices)" >&2

@@ -29,7 +29,7 @@ STRATEGIES = [
     ("laplace:8", {}), ("laplace:64", {}), ("laplace:256", {}),
     ("optimal_buckets:6", {}), ("optimal_buckets:6", {"bucket_order": "curriculum"}),
     ("random", {"chunking": "500:250"}),
-    ("random", {"tbptt": "64:20"}),
+    ("tbptt:64:20", {}),
 ]
 
 
@@ -62,11 +62,13 @@ def main(argv=None) -> int:
     longest = max(lengths.values())
     base_ratio = None
     for name, extra in STRATEGIES:
-        cfg = DataConfig(seq_ordering=name, max_frames=a.max_frames, seed=a.seed, **extra)
-        if longest > a.max_frames and not cfg.tbptt and not cfg.chunking:
-            cfg.max_seq_length, cfg.max_seq_length_mode = a.max_frames, "split"
-        if cfg.tbptt:
-            cfg.max_frames = 0
+        kw = dict(seq_ordering=name, max_frames=a.max_frames, seed=a.seed, **extra)
+        tbptt = name.startswith("tbptt:")
+        if longest > a.max_frames and not tbptt and "chunking" not in extra:
+            kw.update(max_seq_length=a.max_frames, max_seq_length_mode="split")
+        if tbptt:
+            kw["max_frames"] = 0
+        cfg = DataConfig.from_dict(kw)
         t0 = time.perf_counter()
         e1 = plan_epoch(lengths, cfg, epoch=1)
         plan_s = time.perf_counter() - t0

@@ -28,7 +28,7 @@ def peak_rss_mb() -> float:
 def main(argv=None):
     from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
     from hybridasr.decode.graph import load_graph_dir
-    from hybridasr.decode.determinize import phone_boundaries
+    from hybridasr.decode.determinize_native import phone_boundaries
     from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
     from hybridasr.decode.wer import compute_wer
     from hybridasr.decode.lattice_best_path import best_paths
@@ -49,9 +49,7 @@ def main(argv=None):
     p.add_argument("--lattice-configs", default="13:8",
                    help="lattice routes to time, comma-separated "
                    "BEAM:LATTICE_BEAM[:FLAG...], flags: words (determinize on words alone, "
-                   "not phones first), simple (kaldi-decoder's LatticeSimpleDecoder, not the "
-                   "toolkit's LatticeFasterDecoder), a number (its --max-active; default "
-                   "--max-active)")
+                   "not phones first), a number (its --max-active; default --max-active)")
     p.add_argument("--acwt", type=float, default=0.1)
     p.add_argument("--skip-expanded", action="store_true",
                    help="do not time the re-decoding sweep with the expansion")
@@ -97,12 +95,15 @@ def main(argv=None):
     for spec in a.lattice_configs.split(","):
         beam, lattice_beam, *how = spec.split(":")
         words_only = "words" in how
-        search = "simple" if "simple" in how else "faster"
+        unknown = [x for x in how if x != "words" and not x.isdigit()]
+        if unknown:
+            p.error(f"--lattice-configs {spec}: unknown flag {unknown[0]} (words, or a "
+                    f"number: --max-active)")
         max_active = next((int(x) for x in how if x.isdigit()), a.max_active)
         t0 = time.perf_counter()
         ld = LatticeDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs,
                             LatgenOptions(beam=float(beam), lattice_beam=float(lattice_beam),
-                                          max_active=max_active, decoder=search),
+                                          max_active=max_active),
                             graph.max_ilabel, fst_path=graph.path,
                             phone_of_tid=None if words_only else phone_boundaries(tm))
         lats = {k: ld.decode(m, a.acwt, k).lattice for k, m in lls.items()}
@@ -122,8 +123,7 @@ def main(argv=None):
             "best_penalty": best[1], "wer_by_lmwt_at_penalty_0": {
                 c[0]: w for c, w in wers.items() if c[1] == 0.0},
             "lattice_density_arcs_per_frame": arcs / frames, "decode_beam": float(beam),
-            "lattice_beam": float(lattice_beam), "search": ld.search,
-            "max_active": max_active if ld.search == "faster" else None,
+            "lattice_beam": float(lattice_beam), "max_active": max_active,
             "determinization": "words only" if words_only else "phones first",
             "seconds_over_redecoding": secs / base["seconds"],
             "best_wer_minus_redecoding": wers[best] - base["best_wer"]})
@@ -159,8 +159,7 @@ def write_markdown(path, rows, a, argv):
     base = next(r for r in rows if r["route"] == "redecode_pdf")
     for r in rows:
         if r["route"] == "lattice":
-            search = (f"LatticeFasterDecoder (ours), max-active {r['max_active']}"
-                      if r["search"] == "faster" else "kaldi-decoder's LatticeSimpleDecoder")
+            search = f"LatticeFasterDecoder (ours), max-active {r['max_active']}"
             what = (f"lattices: {search}, beam {r['decode_beam']:g}, lattice beam "
                     f"{r['lattice_beam']:g}, {r['determinization']} (decode "
                     f"{r['decode_seconds']:.1f} s, sweep "

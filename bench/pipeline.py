@@ -29,7 +29,7 @@ from torch import nn
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
-from hybridasr.data.transform import FeatureTransform
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.kaldi.io.table_writer import ArkScpWriter
 
 
@@ -103,19 +103,21 @@ def main(argv=None) -> int:
                                                              num_workers=0)),
                     (f"{a.seq_ordering} num_workers=2", dict(seq_ordering=a.seq_ordering)),
                     ("chunking=100:50", dict(chunking="100:50")),
-                    ("tbptt=64:20", dict(tbptt="64:20", max_frames=1280)),
+                    ("tbptt=64:20", dict(seq_ordering="tbptt:64:20", max_frames=1280)),
                     ("frame_shuffle 256", dict(seq_ordering="frame_shuffle", max_frames=256))]
         for label, kw in variants:
-            cfg = DataConfig(**{**base, **kw})
-            ds = UtteranceDataset(feats, targets, transform=FeatureTransform.from_config(cfg))
+            cfg = DataConfig.from_dict({**base, **kw})
+            ds = UtteranceDataset(feats, targets,
+                                  transform=FeatureTransform.from_options(cfg.transform))
             frames, batches, secs = time_pipeline(ds, cfg, epoch=1)
             results.append({"what": f"pipeline {label}", "frames": frames,
                             "batches": batches, "seconds": round(secs, 3),
                             "frames_per_second": round(frames / secs),
                             "utterance_frames_per_second": round(
                                 sum(ds.output_lengths.values()) / secs)})
-        cfg = DataConfig(**{**base, "seq_ordering": a.seq_ordering})
-        ds = UtteranceDataset(feats, targets, transform=FeatureTransform.from_config(cfg))
+        cfg = DataConfig.from_dict({**base, "seq_ordering": a.seq_ordering})
+        ds = UtteranceDataset(feats, targets,
+                              transform=FeatureTransform.from_options(cfg.transform))
         torch.manual_seed(a.seed)
         dim_in = ds.transform.output_dim(a.dim)
         model = Blstm(dim_in, 512, 3, a.num_targets)

@@ -30,7 +30,7 @@ def main(argv=None):
     import logging
 
     from hybridasr.data.dataset import UtteranceDataset
-    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.features.transform import FeatureTransform
     from hybridasr.kaldi.gmm_model import read_gmm_model
     from hybridasr.kaldi.io.table_writer import MatrixWriter
     from hybridasr.errors import ConfigError, FormatError

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Embedded lattice generation with Kaldi latgen-faster-mapped's interface: per-pdf
-log-likelihoods -> pruned, word-determinized CompactLattices (Kaldi's lat.JOB.gz)."""
+log-likelihoods -> pruned, word-determinized CompactLattices (Kaldi's lat.JOB.gz), with the
+toolkit's C++ lattice decoder; where that cannot be built it says so and fails (decode 1-best
+with decode_faster_mapped.py then)."""
 import sys
 
 from hybridasr.cli import add_bool, add_options, make_parser, run_main
@@ -14,7 +16,8 @@ def get_parser():
         "Generate lattices from log-likelihoods (one row per frame, one column per pdf, e.g.\n"
         "from forward.py) on a Kaldi decoding graph over transition-ids; the transition model\n"
         "maps them to pdfs. Lattices are written as Kaldi's CompactLattice archives, acoustic\n"
-        "costs unscaled; optionally the best path's words and alignment.",
+        "costs unscaled; optionally the best path's words and alignment. Needs the toolkit's\n"
+        "C++ library (built by install.sh with g++).",
         usage="latgen_faster_mapped.py [options] <model-in> <fst-in> <loglikes-rspecifier> "
               "<lattice-wspecifier> [<words-wspecifier> [<alignments-wspecifier>]]",
         example="latgen_faster_mapped.py --beam=13 --lattice-beam=8 --acoustic-scale=0.1 "
@@ -43,7 +46,7 @@ def main(argv=None):
     import json
     import logging
 
-    from hybridasr.decode.determinize import phone_boundaries
+    from hybridasr.decode.determinize_native import phone_boundaries
     from hybridasr.decode.lattice_decoder import LatticeDecoder
     from hybridasr.decode.lattice_table import latgen_table
     from hybridasr.errors import ConfigError
@@ -63,9 +66,6 @@ def main(argv=None):
     decoder = LatticeDecoder(fst, tm.tid2pdf, tm.num_pdfs, from_values(LatgenOptions, args),
                              max_ilabel, fst_path=args.fst_in,
                              phone_of_tid=phone_boundaries(tm))
-    logging.getLogger("latgen_faster_mapped.py").info(
-        "lattice search: %s", "the toolkit's LatticeFasterDecoder (C++)"
-        if decoder.search == "faster" else "kaldi-decoder's LatticeSimpleDecoder")
     writers = [CompactLatticeWriter(args.lattice_wspecifier)]
     for spec in (args.words_wspecifier, args.alignments_wspecifier):
         writers.append(IntVectorWriter(spec) if spec else None)
@@ -88,7 +88,7 @@ def main(argv=None):
                        "empty": summary.num_failed, "frames": summary.num_frames,
                        "arcs": summary.num_arcs,
                        "lattice_density_arcs_per_frame": summary.density,
-                       "seconds": summary.elapsed, "search": decoder.search}, f)
+                       "seconds": summary.elapsed}, f)
             f.write("\n")
     return 0 if summary.num_done else 1
 

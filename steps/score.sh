@@ -6,8 +6,9 @@
 # tools when they are on PATH, else in one pass by lattice_best_path_sweep.py (which also writes
 # <decode-dir>/decode_summary.json: lattice density, oracle WER). The embedded decoder's output
 # (loglikes.*.scp) is turned into lat.JOB.gz once by latgen_faster_mapped.py and swept (the
-# default where the toolkit's C++ lattice decoder is built), or with --lattices false decoded
-# again once per LM weight with decode_faster_mapped.py.
+# default where the toolkit's C++ lattice decoder is built), or, with --lattices false or
+# without a C++ compiler (one warning says so), decoded again once per LM weight with
+# decode_faster_mapped.py.
 
 # Begin configuration section.
 cmd=run.pl
@@ -16,9 +17,9 @@ min_lmwt=4            # hybrid models want low LM weights (Kaldi nnet1 sweeps 4.
 max_lmwt=15
 word_ins_penalty=0.0  # comma-separated: several give wer_LMWT_WIP, scoring/penalty_WIP/LMWT.tra
 lattices=auto         # auto: the decode dir's lat.1.gz, else made from loglikes.*.scp when the
-                      # toolkit's C++ lattice decoder is built, else 1-best re-decoding |
-                      # true: lattices (made with kaldi-decoder's slower LatticeSimpleDecoder
-                      # when the C++ one cannot be built) | false: 1-best re-decoding
+                      # toolkit's C++ lattice decoder is built, else (with a warning) 1-best
+                      # re-decoding | true: lattices (an error without the C++ one) |
+                      # false: 1-best re-decoding
 latgen_beam=          # embedded lattice generation: --beam (default: --beam, as Kaldi's nnet1)
 lattice_beam=8.0      # (docs/lattice_sweep.md)
 model=                # embedded: transition model (default: <decode-dir>/../final.mdl)
@@ -73,11 +74,13 @@ tra_of() { if [ "$pens" = "$1" ]; then echo "$dir/scoring/LMWT.tra"; else echo "
 wer_of() { if [ "$pens" = "$1" ]; then echo "$dir/wer_LMWT"; else echo "$dir/wer_LMWT_$1"; fi; }
 case $lattices in auto|true|false) ;; *) echo "$0: bad --lattices $lattices (auto|true|false)" >&2; exit 1 ;; esac
 make_lattices=false
-if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ]; then
-  if [ $lattices = true ]; then
+if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ] && [ $lattices != false ]; then
+  if why=$("$utils/lattice_decoder_built.sh" 2>&1); then
     make_lattices=true
-  elif [ $lattices = auto ] && "$utils/lattice_decoder_built.sh"; then
-    make_lattices=true
+  elif [ $lattices = true ]; then
+    echo "$0: --lattices true: $why (use --lattices auto or false: 1-best re-decoding)" >&2; exit 1
+  else
+    echo "$0: warning: $why: scoring decodes again once per LM weight (as --lattices false)" >&2
   fi
 fi
 if $make_lattices; then

@@ -1,14 +1,13 @@
 """run.sh --realign-iters 1 on kaldi_digits (tiny model, 2 epochs each): round 1 aligns
 data/train with the first network into exp/blstm_ali1 (a Kaldi alignment dir, compared with
 the GMM's), imports it, retrains exp/blstm_re1 and scores it on the test set and (with
---decode-sets) the held-out cv split; a second run redoes nothing. bench/realign_seeds.py's
+--decode-sets) the held-out cv split; a second run redoes nothing. experiments.realign_seeds'
 figures (per-utterance errors, the paired bootstrap, the report) on those real decodes."""
 from __future__ import annotations
 
 import argparse
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -16,9 +15,8 @@ from test_recipe_e2e import make_recipe_copy, run_recipe
 
 
 @pytest.fixture(scope="module")
-def realign_seeds(repo_dir):
-    sys.path.insert(0, str(repo_dir / "bench"))
-    import realign_seeds as mod
+def realign_seeds():
+    from experiments import realign_seeds as mod
     return mod
 
 
@@ -76,7 +74,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
 
     # --realign-init scratch, --realign-prior-scale and --align-opts reach the round's align.sh,
     # --realign-train-opts its train.py only; a round off a link to the first model (how
-    # bench/realign_seeds.py --variant shares it) trains no first model again
+    # experiments.realign_seeds --variant shares it) trains no first model again
     (s5 / "exp/blstm_scr").symlink_to("blstm")
     out = run_recipe(s5, env, *fast, "--stage", "4", "--exp-name", "blstm_scr",
                      "--realign-init", "scratch", "--realign-prior-scale", "1.0",
@@ -90,7 +88,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
     assert "--max-iters=1" not in first_conf
     assert list((s5 / "exp/blstm_scr_re1/decode_train_cv10").glob("wer_*"))
 
-    # bench/realign_seeds.py's figures from these real decodes
+    # experiments.realign_seeds' figures from these real decodes
     words = str(kaldi_digits / "exp/mono/graph/words.txt")
     first = realign_seeds.model_figures(str(s5), "blstm", words)
     re1 = realign_seeds.model_figures(str(s5), "blstm_re1", words, "blstm_ali1")

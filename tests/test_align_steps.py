@@ -107,3 +107,69 @@ def test_compare_identical_dirs(kaldi_digits, env_with_path, tmp_path):
     out = json.loads(p.stdout)
     assert out["phone_agreement"] == out["pdf_agreement"] == 100.0
     assert out["utterances"] == 120 and "per_utterance" not in out
+
+
+STAND_IN = """#!/usr/bin/env bash
+printf '%s\\n' "$@" > "$STANDIN_RECORD/$(basename "$0")"
+"""
+
+
+def test_align_sh_passes_only_the_options_given(tmp_path, repo_dir, kaldi_digits,
+                                                env_with_path):
+    """steps/nnet/align.sh leaves every default to forward.py and align_mapped.py (stand-ins
+    record their command lines): an option reaches them only when it was given."""
+    bin_dir, rec = tmp_path / "bin", tmp_path / "rec"
+    bin_dir.mkdir()
+    rec.mkdir()
+    for prog in ("forward.py", "align_mapped.py"):
+        (bin_dir / prog).write_text(STAND_IN)
+        (bin_dir / prog).chmod(0o755)
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    for d in (data, exp):
+        d.mkdir()
+    for name in ("feats.scp", "utt2spk", "spk2utt", "text"):
+        (data / name).write_text((kaldi_digits / "data/test" / name).read_text())
+    for name in ("final.nnet", "final.mdl", "tree", "ali_train_pdf.counts"):
+        (exp / name).write_text("")
+    env = dict(env_with_path, STANDIN_RECORD=str(rec),
+               PATH=f"{bin_dir}:{env_with_path['PATH']}")
+
+    def align(*opts):
+        for f in rec.iterdir():
+            f.unlink()
+        p = subprocess.run([str(repo_dir / "steps/nnet/align.sh"), "--nj", "1", *opts,
+                            str(data), str(kaldi_digits / "data/lang"), str(exp),
+                            str(tmp_path / "ali")],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return [[a for a in (rec / prog).read_text().splitlines()
+                 if a.startswith("--") and not a.startswith(("--class-frame-counts=",
+                                                             "--transition-model=", "--report="))]
+                for prog in ("forward.py", "align_mapped.py")]
+
+    assert align() == [[], []]
+    assert align("--beam", "12", "--retry-beam", "30", "--acoustic-scale", "0.2",
+                 "--transition-scale", "0.5", "--self-loop-scale", "0.3", "--prior-scale",
+                 "0.5", "--device", "cpu") == [
+        ["--prior-scale=0.5", "--device=cpu"],
+        ["--beam=12", "--retry-beam=30", "--acoustic-scale=0.2", "--transition-scale=0.5",
+         "--self-loop-scale=0.3"]]
+
+
+def test_realign_round_sh_input_checks(nnet_dir, kaldi_digits, repo_dir, env_with_path,
+                                       tmp_path):
+    exp, data = nnet_dir
+    step = repo_dir / "steps/nnet/realign_round.sh"
+    dirs = f"{data} {data} {data} {kaldi_digits}/data/lang {exp} {tmp_path}/ali {tmp_path}/re"
+    p = _sh(f"{step} {data} {kaldi_digits}/data/lang {exp}", env_with_path, tmp_path)
+    assert p.returncode != 0 and "Usage:" in p.stderr and "e.g.:" in p.stderr
+    p = _sh(f"{step} --init later {dirs}", env_with_path, tmp_path)
+    assert p.returncode != 0 and "--init is previous or scratch, not 'later'" in p.stderr
+    p = _sh(f"{step} --gmm-ali {tmp_path}/nowhere {dirs}", env_with_path, tmp_path)
+    assert p.returncode != 0 and f"--gmm-ali {tmp_path}/nowhere is not a directory" in p.stderr
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    p = _sh(f"{step} {data} {data} {data} {kaldi_digits}/data/lang {bare} {tmp_path}/ali "
+            f"{tmp_path}/re", env_with_path, tmp_path)
+    assert p.returncode != 0 and f"missing file {bare}/final.nnet" in p.stderr
+    assert not (tmp_path / "ali").exists() and not (tmp_path / "re").exists()

@@ -40,9 +40,7 @@ FIXED_ORDER = {"sorted", "sorted_reverse"}  # same compositions every epoch by d
 
 def cfg(**kw):
     kw.setdefault("max_frames", 2000)
-    c = DataConfig(**kw)
-    c.validate()
-    return c
+    return DataConfig.from_dict(kw)
 
 
 def items_of(plans):
@@ -216,7 +214,7 @@ def test_max_seq_length_filter_counts_and_over_long_get_a_batch_of_their_own(cap
 @pytest.mark.parametrize("world_size", [1, 2])
 def test_tbptt_streams_carry_state_only_inside_utterances(world_size):
     S, W = 8, 20
-    c = cfg(tbptt=f"{S}:{W}", max_frames=S * W)
+    c = cfg(seq_ordering=f"tbptt:{S}:{W}", max_frames=S * W)
     shares = [plan_epoch(LENGTHS, c, 1, r, world_size) for r in range(world_size)]
     assert len({len(s) for s in shares}) == 1
     seen = []
@@ -239,7 +237,7 @@ def test_tbptt_streams_carry_state_only_inside_utterances(world_size):
     assert plan_epoch(LENGTHS, c, 1) == shares[0] if world_size == 1 else True
     assert plan_epoch(LENGTHS, c, 2, 0, world_size) != shares[0]
     with pytest.raises(ConfigError):
-        cfg(tbptt="64:20", max_frames=100)
+        cfg(seq_ordering="tbptt:64:20", max_frames=100)
 
 
 @pytest.mark.parametrize("world_size", [1, 3])
@@ -266,15 +264,17 @@ def test_frame_shuffle_every_frame_once_equal_counts(world_size):
 
 def test_unknown_strategy_and_bad_values_are_config_errors():
     for bad in (dict(seq_ordering="nope"), dict(seq_ordering="laplace:x"), dict(seq_ordering="random:3"),
-                dict(chunking="10"), dict(chunking="10:20"), dict(tbptt="a:b"),
-                dict(bucket_order="up"), dict(tbptt="4:5", seq_ordering="sorted")):
+                dict(chunking="10"), dict(chunking="10:20"), dict(seq_ordering="tbptt:a:b"),
+                dict(seq_ordering="tbptt:4"), dict(seq_ordering="tbptt"),
+                dict(bucket_order="up"), dict(seq_ordering="tbptt:4:5", chunking="20:10")):
         with pytest.raises(ConfigError):
             cfg(**bad)
     assert DataConfig.from_dict(cfg(seq_ordering="laplace:8").to_dict()).seq_ordering == "laplace:8"
 
 
 def test_a_saved_flat_data_config_still_loads():
-    # a model's "data_config" as saved before strategies declared their own options
+    # a model's "data_config" as saved before strategies declared their own options (and
+    # before TBPTT was chosen by --seq-ordering=tbptt:S:W rather than by --tbptt=S:W)
     saved = {"norm_means": True, "norm_vars": False, "global_norm": False, "delta_order": 0,
              "delta_window": 2, "splice": 5, "stack_frames": 1, "subsample": 1,
              "label_delay": 0, "seq_ordering": "bucketing", "bucket_boundaries": "",
@@ -285,8 +285,14 @@ def test_a_saved_flat_data_config_still_loads():
              "num_workers": 2, "prefetch": 2}
     c = DataConfig.from_dict(saved)
     d = c.to_dict()  # every saved value kept; options added since get their defaults
-    assert {k: d[k] for k in saved} == saved and (c.bucket_width, c.splice) == (250, 5)
+    kept = {k: v for k, v in saved.items() if k != "tbptt"}  # empty: not TBPTT
+    assert {k: d[k] for k in kept} == kept
+    assert (c.strategy_options.bucket_width, c.transform.splice) == (250, 5)
     assert {k: d[k] for k in set(d) - set(saved)} == {"global_norm_utts": 10000}
     assert plan_epoch(LENGTHS, c, 1) == plan_epoch(LENGTHS, cfg(**saved), 1)
     with pytest.raises(ConfigError, match="unknown data config keys: bucket_size"):
         DataConfig.from_dict({**saved, "bucket_size": 3})
+    tbptt = DataConfig.from_dict({**saved, "seq_ordering": "random", "tbptt": "8:20",
+                                  "max_seq_length": 0, "max_frames": 160})
+    assert tbptt.seq_ordering == "tbptt:8:20" and "tbptt" not in tbptt.to_dict()
+    assert tbptt.strategy.needs_stateful_model

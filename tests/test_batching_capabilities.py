@@ -7,33 +7,36 @@ import subprocess
 
 import pytest
 
-from hybridasr.data.batching import STRATEGIES, check_model_fits, make_strategy
+from hybridasr.data.batching import REGISTERED
 from hybridasr.data.config import DataConfig
 from hybridasr.errors import ConfigError
 from hybridasr.models.factory import MODELS, model_class
 
 
 def cfg(**kw):
-    c = DataConfig(**kw)
-    c.validate()
-    return c
+    return DataConfig(**kw)
 
 
-TBPTT = dict(tbptt="8:20", max_frames=160)
+def check_model_fits(config, model_class, model_name):
+    config.strategy.check_model(model_class, model_name)
+
+
+TBPTT = dict(seq_ordering="tbptt:8:20", max_frames=160)
 
 
 def test_models_declare_their_capabilities():
     assert {m: (model_class(m).carries_state, model_class(m).recurrent) for m in MODELS} == \
         {"lstm": (True, True), "blstm": (False, True), "mlp": (False, False)}
-    assert make_strategy(cfg(**TBPTT)).needs_stateful_model
-    assert not any(cls.needs_stateful_model for cls in STRATEGIES.values())
+    assert cfg(**TBPTT).strategy.needs_stateful_model
+    assert [n for n, cls in REGISTERED.items() if cls.needs_stateful_model] == ["tbptt"]
     with pytest.raises(ConfigError, match="--model=cnn"):
         model_class("cnn")
 
 
 @pytest.mark.parametrize("model", ["blstm", "mlp"])
 def test_tbptt_without_a_stateful_model_is_refused(model):
-    with pytest.raises(ConfigError, match=rf"--tbptt=8:20 .*--model=lstm \(got --model={model}"):
+    with pytest.raises(ConfigError, match=rf"--seq-ordering=tbptt:8:20 .*--model=lstm \(got "
+                                          rf"--model={model}"):
         check_model_fits(cfg(**TBPTT), model_class(model), model)
 
 

@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from hybridasr.data.batching import Item
+from hybridasr.data.chunking import chunk
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
-from hybridasr.data.epoch import chunk, plan_epoch
+from hybridasr.data.epoch import plan_epoch
 from hybridasr.data.loader import make_batch_iterator, plan_units
-from hybridasr.data.transform import IGNORE_INDEX, FeatureTransform
 from hybridasr.errors import ConfigError
+from hybridasr.features.transform import IGNORE_INDEX, FeatureTransform
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +30,12 @@ def digits(tmp_path_factory, kaldi_digits):
 def dataset(digits, c):
     tr, ali = digits
     return UtteranceDataset.from_data_dir(str(tr), str(ali / "targets.scp"),
-                                          FeatureTransform.from_config(c))
+                                          FeatureTransform.from_options(c.transform))
 
 
 def cfg(**kw):
     kw = {"max_frames": 200, "num_workers": 0, "splice": 2, **kw}
-    c = DataConfig(**kw)
-    c.validate()
-    return c
+    return DataConfig.from_dict(kw)
 
 
 def count_reads(ds):

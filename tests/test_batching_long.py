@@ -16,7 +16,7 @@ from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.epoch import plan_epoch
 from hybridasr.data.loader import make_batch_iterator
-from hybridasr.data.transform import FeatureTransform
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.train.trainer import cv_config
 
 MAX_FRAMES = 2000
@@ -45,7 +45,7 @@ STRATEGIES = {
     "frame_shuffle": dict(seq_ordering="frame_shuffle", max_frames=256),
     "chunking": dict(seq_ordering="random", chunking="500:250"),
     "chunking_over_max_frames": dict(seq_ordering="laplace:4", chunking="2500:2000"),
-    "tbptt": dict(tbptt="16:20", max_frames=320),
+    "tbptt": dict(seq_ordering="tbptt:16:20", max_frames=320),
     "split": dict(seq_ordering="laplace:8", max_seq_length=2500, max_seq_length_mode="split"),
     "max_seqs": dict(seq_ordering="random", max_seqs=4),
 }
@@ -53,9 +53,7 @@ STRATEGIES = {
 
 def cfg(**kw):
     kw.setdefault("max_frames", MAX_FRAMES)
-    c = DataConfig(**kw)
-    c.validate()
-    return c
+    return DataConfig.from_dict(kw)
 
 
 def frames_seen(plans):
@@ -92,7 +90,7 @@ def test_every_strategy_holds_utterances_over_max_frames(name, world_size):
             continue
         assert isinstance(p, BatchPlan) and p.items
         lens = [it.length for it in p.items if it is not None]
-        if c.tbptt:
+        if c.strategy.needs_stateful_model:  # TBPTT
             assert max(lens, default=0) <= 20 and len(p.items) == 16  # this rank's streams
         elif max(lens) > c.max_frames:
             assert len(lens) == 1  # a batch of its own
@@ -131,7 +129,7 @@ def test_real_features_over_max_frames_load_whole(digits, ordering):
     tr, _, ali = digits
     c = cfg(seq_ordering=ordering, max_frames=40, num_workers=0, splice=1)
     ds = UtteranceDataset.from_data_dir(str(tr), str(ali / "targets.scp"),
-                                        FeatureTransform.from_config(c))
+                                        FeatureTransform.from_options(c.transform))
     over = {u for u, n in ds.lengths.items() if n > 40}
     assert 10 < len(over) < len(ds)  # kaldi_digits: 17 to 85 frames
     keys = []

@@ -55,17 +55,19 @@ def test_the_declaration_is_all_the_library_needs(toy):
     help_text = p.format_help()
     assert NAME in help_text and "--toy-batch-utts" in help_text
     c = data_config_from_args(p.parse_args([f"--seq-ordering={NAME}", "--toy-batch-utts=3"]))
-    assert c.toy_batch_utts == 3 and c.to_dict()["toy_batch_utts"] == 3
+    assert c.strategy_options == ToyOptions(3) and c.to_dict()["toy_batch_utts"] == 3
+    assert c.strategy.options is c.strategy_options  # the strategy reads the typed options
     assert DataConfig.from_dict(c.to_dict()) == c
     lengths = {f"u{i:02d}": 10 + i for i in range(10)}
     plans = plan_epoch(lengths, c, epoch=1)
     assert [[it.utt for it in p.items] for p in plans] == \
         [["u09", "u08", "u07"], ["u06", "u05", "u04"], ["u03", "u02", "u01"], ["u00"]]
-    assert c.for_evaluation().toy_batch_utts == 2  # evaluation: whole utterances, sorted
+    ev = c.for_evaluation()  # evaluation: whole utterances, sorted, no strategy options
+    assert ev.seq_ordering == "sorted" and "toy_batch_utts" not in ev.to_dict()
     with pytest.raises(ConfigError, match="--toy-batch-utts=0: must be >= 1"):
         data_config_from_args(p.parse_args([f"--seq-ordering={NAME}", "--toy-batch-utts=0"]))
     with pytest.raises(ConfigError, match=f"--seq-ordering={NAME}:4: .*takes no argument"):
-        DataConfig(seq_ordering=f"{NAME}:4").validate()
+        DataConfig(seq_ordering=f"{NAME}:4")
 
 
 def test_a_second_declaration_of_an_option_must_agree(toy):
@@ -78,7 +80,8 @@ def test_a_second_declaration_of_an_option_must_agree(toy):
 
     with pytest.raises(ValueError, match="--toy-batch-utts .*declare it once"):
         register_strategy("toy_other")(Other)
-    assert "toy_other" not in REGISTERED and DataConfig().toy_batch_utts == 2
+    assert "toy_other" not in REGISTERED
+    assert DataConfig(seq_ordering=NAME).strategy_options.toy_batch_utts == 2
 
 
 def test_capabilities_come_from_the_declaration(toy):
@@ -89,7 +92,7 @@ def test_capabilities_come_from_the_declaration(toy):
     try:
         with pytest.raises(ConfigError, match="--seq-ordering=toy_windows cuts the "
                                               "utterances itself; drop --chunking"):
-            DataConfig(seq_ordering="toy_windows", chunking="20:10").validate()
+            DataConfig(seq_ordering="toy_windows", chunking="20:10")
     finally:
         unregister_strategy("toy_windows")
 

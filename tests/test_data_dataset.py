@@ -14,8 +14,8 @@ from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.kaldi.io.matrix_lengths import read_lengths, read_scp_lengths
 from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
 from hybridasr.data.loader import make_batch_iterator, num_batches
-from hybridasr.data.transform import IGNORE_INDEX, FeatureTransform
-from hybridasr.errors import FormatError
+from hybridasr.features.transform import IGNORE_INDEX, FeatureTransform
+from hybridasr.errors import ConfigError, FormatError
 from hybridasr.features.cmvn import apply_cmvn
 from hybridasr.features.context import add_deltas, splice_frames
 from hybridasr.kaldi.io.table_writer import ArkScpWriter
@@ -83,8 +83,9 @@ def test_dataset_applies_speaker_cmvn_and_reads_targets(digits):
 
 
 def test_transform_matches_kaldi_pipeline_and_windows_equal_slices(digits):
-    t = FeatureTransform.from_dict(DataConfig(delta_order=2, splice=3, stack_frames=2,
-                                              subsample=3, norm_vars=True).transform_dict())
+    c = DataConfig.from_dict(dict(delta_order=2, splice=3, stack_frames=2, subsample=3,
+                                  norm_vars=True))
+    t = FeatureTransform.from_options(c.transform)
     raw = kaldiio.load_scp(digits["feats_scp"])["nicolas_3_4"]
     stats = kaldiio.load_scp(digits["cmvn_scp"])["nicolas_3"]
     full = t(raw, stats)
@@ -100,6 +101,20 @@ def test_transform_matches_kaldi_pipeline_and_windows_equal_slices(digits):
         np.testing.assert_allclose(t(raw, stats, a, b), full[a:b], atol=1e-6)
     t2 = FeatureTransform.from_dict(json.loads(json.dumps(t.to_dict())))
     np.testing.assert_array_equal(t2(raw, stats), full)
+
+
+def test_a_saved_transform_dict_still_loads():
+    """A model's ``meta["transform"]`` as train.py has written it since global statistics
+    were stored with the model: the nine settings, then the statistics."""
+    saved = {"norm_means": True, "norm_vars": False, "global_norm": True, "delta_order": 1,
+             "delta_window": 2, "splice": 1, "stack_frames": 1, "subsample": 1,
+             "label_delay": 2, "global_mean": [0.5] * 26, "global_std": [2.0] * 26,
+             "var_floor": 1e-10}
+    t = FeatureTransform.from_dict(saved)
+    assert t.to_dict() == saved and list(t.to_dict()) == list(saved)
+    assert (t.label_delay, t.output_dim(13), t.output_length(10)) == (2, 78, 12)
+    with pytest.raises(ConfigError, match="--norm-vars=true needs --norm-means=true"):
+        FeatureTransform.from_dict(dict(saved, norm_means=False, norm_vars=True))
 
 
 def test_targets_subsample_and_label_delay():
@@ -300,9 +315,10 @@ def test_trainer_datasets_use_the_imports_target_lengths(short_import, tmp_path)
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_loader_batches_cover_every_utterance(digits, workers):
-    c = DataConfig(seq_ordering="laplace:4", max_frames=600, splice=2, num_workers=workers)
+    c = DataConfig.from_dict(dict(seq_ordering="laplace:4", max_frames=600, splice=2,
+                                  num_workers=workers))
     ds = UtteranceDataset(digits["feats_scp"], digits["targets_scp"], digits["utt2spk"],
-                          digits["cmvn_scp"], FeatureTransform.from_config(c))
+                          digits["cmvn_scp"], FeatureTransform.from_options(c.transform))
     it = make_batch_iterator(ds, c, epoch=3)
     batches = list(it)
     assert len(batches) == len(it) == num_batches(ds, c, 3)
@@ -326,7 +342,7 @@ def test_loader_batches_cover_every_utterance(digits, workers):
 
 
 def test_loader_tbptt_and_frame_shuffle(digits):
-    c = DataConfig(tbptt="4:16", max_frames=64, num_workers=0)
+    c = DataConfig(seq_ordering="tbptt:4:16", max_frames=64, num_workers=0)
     ds = UtteranceDataset(digits["feats_scp"], digits["targets_scp"], digits["utt2spk"],
                           digits["cmvn_scp"])
     full = {}

@@ -52,10 +52,11 @@ def test_precedence_and_cmvn_opts(tmp_path):
     a = parser().parse_args([f"--config={main}", f"--batching-config={batching}",
                              "--max-frames=300", "--cmvn-opts=--norm-vars=true"])
     c = data_config_from_args(a)
-    assert (c.seq_ordering, c.max_frames, c.splice) == ("laplace:8", 300, 5)
-    assert c.norm_means and c.norm_vars
+    assert (c.seq_ordering, c.max_frames, c.transform.splice) == ("laplace:8", 300, 5)
+    assert c.transform.norm_means and c.transform.norm_vars
     assert DataConfig.from_dict(c.to_dict()) == c
-    assert data_config_from_args(parser().parse_args(["--norm-means=false"])).norm_means is False
+    assert data_config_from_args(
+        parser().parse_args(["--norm-means=false"])).transform.norm_means is False
     with pytest.raises(ConfigError):
         data_config_from_args(parser().parse_args(["--cmvn-opts=--norm-vars=maybe"]))
     with pytest.raises(ConfigError):

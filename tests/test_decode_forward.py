@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hybridasr.data.dataset import UtteranceDataset
-from hybridasr.data.transform import FeatureTransform
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.decode.forward import ChunkOptions, forward_dataset, model_logits
 from hybridasr.decode.loglikes import scaled_loglikes
 from hybridasr.kaldi.io.table_writer import MatrixWriter

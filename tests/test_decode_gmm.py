@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from hybridasr.data.dataset import UtteranceDataset
-from hybridasr.data.transform import FeatureTransform
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
 from hybridasr.kaldi.gmm_model import read_gmm_model
 from hybridasr.decode.graph import load_graph_dir
@@ -167,6 +167,24 @@ def test_bench_prints_json_lines(kaldi_digits, repo_dir, env_with_path):
                for r in decodes)
     assert all(r["wer"] == 0.0 for r in decodes if r["setting"] == "kaldi_nnet1_beam13")
     assert {r["name"] for r in rows} >= {"gmm_likes", "read", "decode", "lmwt_sweep"}
+
+
+def test_bench_against_kaldis_decoder(kaldi_digits, repo_dir, env_with_path):
+    """bench/decode.py --against-kaldi on kaldi_digits' monophone graph: Kaldi's own
+    LatticeFasterDecoder (kaldi-hmm-gmm; the kaldifst 1.7.17 it takes FSTs from is installed
+    on first use) and the toolkit's give every utterance the same best path."""
+    import json
+
+    p = subprocess.run([sys.executable, str(repo_dir / "bench/decode.py"), "--against-kaldi",
+                        "digits", "--repeats", "1"],
+                       env=env_with_path, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [r["decoder"] for r in rows] == ["kaldi", "ours_search", "ours_lattice"]
+    for r in rows:
+        assert r["name"] == "vs_kaldi" and r["utts"] == 30 and r["frames"] == 1073
+        assert r["all_identical"] and r["identical_to_kaldi"] == 30, r
+        assert r["seconds"] > 0 and r["ratio_to_kaldi"] > 0 and r["peak_rss_mb"] > 0
 
 
 def test_gmm_compute_likes_tool(gmm_test, kaldi_digits, repo_dir, env_with_path, tmp_path):

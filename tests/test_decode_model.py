@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from hybridasr import models
-from hybridasr.data.transform import FeatureTransform
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.kaldi.lattice import read_lattices
 from hybridasr.kaldi.io.table import read_text_archive
 
@@ -139,6 +139,31 @@ def test_decode_sh_with_real_forward(exp, repo_dir, kaldi_digits, env_with_path)
     assert len(hyps) == 30  # every utterance has an entry, decodable or not
     assert not list(one.glob("lat.*"))
     assert (one / "wer_10").read_text().splitlines()[-3:] == lines[-3:]  # the same search
+    # without the C++ lattice decoder (a python3 whose helper check fails, as without a
+    # compiler): --lattices auto decodes as --lattices false, with one warning; true fails
+    env = dict(env_with_path, PATH=f"{no_native_python3(exp / 'stub')}:{env_with_path['PATH']}")
+    p = _run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "2", "--scoring-opts",
+              "--min-lmwt 10 --max-lmwt 10", str(graph), "data/test",
+              "exp/dnn/decode_test_fallback"], env, exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stderr.count("warning") == 1, p.stderr
+    assert f"warning: {NO_NATIVE}: decoding 1-best, and scoring decodes again once per LM " \
+           f"weight (as --lattices false)" in p.stderr
+    fb = exp / "exp/dnn/decode_test_fallback"
+    assert sorted(x.name for x in fb.glob("hyp.*.tra")) == ["hyp.1.tra", "hyp.2.tra"]
+    assert not list(fb.glob("lat.*"))
+    assert (fb / "wer_10").read_text().splitlines()[-3:] == lines[-3:]
+    p = _run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "2", "--lattices", "true",
+              str(graph), "data/test", "exp/dnn/decode_test_true"], env, exp)
+    assert p.returncode == 1 and f"--lattices true: {NO_NATIVE} (use --lattices auto or " \
+                                 f"false" in p.stderr
+    # score.sh alone on a 1-best dir: the same fallback, the same one warning
+    p = _run([str(repo_dir / "steps/score.sh"), "--min-lmwt", "10", "--max-lmwt", "10",
+              "data/test", str(graph), str(one)], env, exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stderr.count("warning") == 1 and f"warning: {NO_NATIVE}: scoring decodes " \
+                                               f"again once per LM weight" in p.stderr
+    assert not list(one.glob("lat.*"))
     # the Kaldi pipe: forward.py's archive on stdin of latgen-faster-mapped (a stand-in)
     bin_dir = exp / "bin"
     bin_dir.mkdir()
@@ -153,26 +178,51 @@ def test_decode_sh_with_real_forward(exp, repo_dir, kaldi_digits, env_with_path)
               str(graph), "data/test", "exp/dnn/decode_kaldi"], env, exp)
     assert p.returncode == 0, p.stdout + p.stderr
     seen = (exp / "latgen.seen").read_text().splitlines()
-    assert seen[0].startswith("--min-active=200 --max-active=7000 --max-mem=50000000 "
-                              "--beam=13.0 --lattice-beam=8.0 --acoustic-scale=0.10 ")
+    assert seen[0].startswith("--min-active=200 --max-active=7000 --beam=13.0 "
+                              "--lattice-beam=8.0 --acoustic-scale=0.10 ")
     shapes = {line.split()[0]: line.split()[1:] for line in seen[1:]}
     assert len(shapes) == 30 and all(s[1] == "70" for s in shapes.values())
 
 
-def test_lattice_decoder_built_helper(repo_dir, env_with_path, tmp_path):
-    """utils/lattice_decoder_built.sh, what --lattices auto of decode.sh and score.sh asks:
-    0 where the C++ lattice decoder loads (install.sh builds it), 1 where the python3 on PATH
-    cannot load it."""
-    from hybridasr.decode import lattice_faster
+NO_NATIVE = "the toolkit's C++ lattice decoder cannot be built (no C++ compiler)"
+
+
+def no_native_python3(stub: Path) -> Path:
+    """A dir with a python3 that answers utils/lattice_decoder_built.sh's check as where the
+    C++ library cannot be built, and runs everything else with this interpreter."""
+    stub.mkdir(exist_ok=True)
+    (stub / "python3").write_text(
+        f"#!/bin/sh\ncase \"$2\" in *native.load*) echo \"{NO_NATIVE}\"; exit 1 ;; esac\n"
+        f"exec {sys.executable} \"$@\"\n")
+    (stub / "python3").chmod(0o755)
+    return stub
+
+
+def test_lattice_decoder_built_helper(repo_dir, env_with_path, tmp_path, monkeypatch):
+    """utils/lattice_decoder_built.sh, what --lattices auto|true of decode.sh and score.sh
+    ask: 0 and silent where the C++ lattice decoder loads (install.sh builds it); 1 with one
+    line on stderr saying why where it cannot be built, or where the python3 on PATH cannot
+    load hybridasr. The reason is the library's own (no compiler, here)."""
+    from hybridasr.decode import lattice_faster, native
 
     helper = str(repo_dir / "utils/lattice_decoder_built.sh")
     p = subprocess.run([helper], env=env_with_path, capture_output=True, text=True)
     assert p.returncode == (0 if lattice_faster.available() else 1)
-    assert p.stdout == ""
+    assert p.stdout == "" and (p.returncode or p.stderr == "")
     stub = tmp_path / "bin"
     stub.mkdir()
     (stub / "python3").write_text("#!/bin/sh\necho 'ModuleNotFoundError: hybridasr' >&2\nexit 1\n")
     (stub / "python3").chmod(0o755)
     env = dict(env_with_path, PATH=f"{stub}:{env_with_path['PATH']}")
     p = subprocess.run([helper], env=env, capture_output=True, text=True)
-    assert p.returncode == 1 and p.stdout == "" and p.stderr == ""
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == ("the toolkit's C++ lattice decoder cannot be loaded (python3 on PATH "
+                        "cannot import hybridasr)\n")
+    # no library built and no compiler: load() gives None, quietly, and says why
+    monkeypatch.setattr(native, "_candidates", lambda: iter([tmp_path / "none"]))
+    monkeypatch.setattr(native, "_compiler", lambda: None)
+    monkeypatch.setattr(native, "_LIB", None)
+    monkeypatch.setattr(native, "_TRIED", False)
+    monkeypatch.setattr(native, "_REASON", "")
+    assert native.load(quiet=True) is None
+    assert native.unavailable_reason() == "no C++ compiler (g++, c++ or clang++; or set CXX)"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hybridasr.data.dataset import UtteranceDataset
-from hybridasr.data.transform import FeatureTransform
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.decode.decoder import DecodeOptions, MappedDecoder, pdf_graph
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.errors import FormatError

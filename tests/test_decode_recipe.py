@@ -176,7 +176,8 @@ def _spk_keys(keys, speakers):
     return [k for k in keys if k.rsplit("_", 1)[0] in speakers]
 
 
-FORWARD_OPTS = ["--class-frame-counts=exp/dnn/ali_train_pdf.counts", "--prior-scale=1.0",
+# --prior-scale only when given: forward.py's default is the one
+FORWARD_OPTS = ["--class-frame-counts=exp/dnn/ali_train_pdf.counts",
                 "--transition-model=exp/dnn/final.mdl", "--device=cpu", "exp/dnn/final.nnet"]
 
 
@@ -234,9 +235,10 @@ def test_kaldi_path_pipes_like_nnet1(tmp_path, repo_dir, kaldi_digits, env_with_
     assert [r["argv"] for r in records(record, "forward.py")] == [
         FORWARD_OPTS + [f"data/train/split2/{j}", "ark:-"] for j in (1, 2)]
     # latgen-faster-mapped: Kaldi nnet1 decode.sh's options, in its order, reading ark:-
+    # (--max-mem only when given: Kaldi's default, 50000000, is nnet1's)
     lat = records(record, "latgen-faster-mapped")
     assert [r["argv"] for r in lat] == [
-        ["--min-active=200", "--max-active=7000", "--max-mem=50000000", "--beam=13.0",
+        ["--min-active=200", "--max-active=7000", "--beam=13.0",
          "--lattice-beam=8.0", "--acoustic-scale=0.10", "--allow-partial=true",
          f"--word-symbol-table={graph}/words.txt", "exp/dnn/final.mdl", f"{graph}/HCLG.fst",
          "ark:-", f"ark:|gzip -c > exp/dnn/decode_train/lat.{j}.gz"] for j in (1, 2)]

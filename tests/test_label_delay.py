@@ -10,10 +10,10 @@ import torch
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
-from hybridasr.data.transform import IGNORE_INDEX, FeatureTransform
 from hybridasr.decode.forward import (ChunkOptions, load_model_and_data, model_logits,
                                       to_input_rate)
 from hybridasr.decode.frame_error import FrameErrors, frame_errors
+from hybridasr.features.transform import IGNORE_INDEX, FeatureTransform, TransformOptions
 from hybridasr.train.distributed import DistInfo
 from hybridasr.train.loop import run_epoch
 
@@ -82,9 +82,10 @@ def test_delayed_frames_are_out_of_the_loss(digits):
     index, then every label of the utterance; the loss counts exactly the frames with a label
     (a model's outputs on the others change nothing)."""
     tr, _, ali = digits
-    c = DataConfig(label_delay=DELAY, seq_ordering="sorted", max_frames=1000, num_workers=0)
+    c = DataConfig(transform=TransformOptions(label_delay=DELAY), seq_ordering="sorted",
+                   max_frames=1000, num_workers=0)
     ds = UtteranceDataset.from_data_dir(str(tr), str(ali / "targets.scp"),
-                                        FeatureTransform.from_config(c))
+                                        FeatureTransform.from_options(c.transform))
     raw = {k: ds.raw_targets(k) for k in ds.keys}
     batches = list(make_batch_iterator(ds, c, epoch=0))
     for b in batches:

@@ -1,22 +1,26 @@
 """The toolkit's C++ LatticeFasterDecoder (hybridasr/decode/native/lattice_faster.cc) against
 kaldi-decoder's LatticeSimpleDecoder and FasterDecoder, on real GMM log-likelihoods of real
 test utterances decoded on kaldi_polish's tri1 graph (context-dependent tree) and
-kaldi_digits' monophone graph."""
+kaldi_digits' monophone graph; and what there is without the C++ library (no lattices)."""
 from __future__ import annotations
 
 import logging
+import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from hybridasr.decode import lattice_faster, native
+from hybridasr.decode import determinize_native, lattice_faster, native
 from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
 from hybridasr.decode.graph import load_graph_dir
-from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
-from hybridasr.errors import ConfigError, HybridAsrError
+from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder, LatticesUnavailable
+from hybridasr.errors import HybridAsrError
 from hybridasr.decode.lattice_best_path import best_paths
+from hybridasr.kaldi.lattice import Arc, read_binary_fst
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_decode_pdf_graph import gmm_loglikes  # noqa: E402
@@ -50,27 +54,65 @@ def test_the_library_builds():
     assert lattice_faster.available(), "g++ could not build lattice_faster.cc"
 
 
-def test_same_best_paths_as_lattice_simple_decoder(setup):
+def _simple_raw_lattice(dec: LatticeDecoder, ll: np.ndarray, beam: float,
+                        lattice_beam: float):
+    """kaldi-decoder's LatticeSimpleDecoder on the same pdf graph: its raw state-level
+    lattice (scaled costs) as transition-id/word arcs, and whether it reached a final state."""
+    import kaldi_decoder
+
+    config = kaldi_decoder.LatticeSimpleDecoderConfig(beam=beam, lattice_beam=lattice_beam)
+    simple = kaldi_decoder.LatticeSimpleDecoder(dec.graph.fst, config)
+    matrix = dec.mapping.scaled(ll, ACWT)
+    simple.decode(kaldi_decoder.DecodableCtc(matrix))
+    reached = simple.final_relative_cost() < float("inf")
+    ok, raw = simple.get_raw_lattice(True)
+    assert ok and raw.num_states
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "raw.fst")
+        assert raw.write(path)
+        with open(path, "rb") as f:
+            lat = read_binary_fst(f, path, "raw")
+    ptid, pword = dec.graph.pair_tid, dec.graph.pair_word
+    for arcs in lat.arcs:
+        for i, a in enumerate(arcs):
+            tid = int(ptid[a.word])
+            arcs[i] = Arc(int(pword[a.word]), a.graph, a.acoustic, (tid,) if tid else (), a.next)
+    return lat, reached
+
+
+def test_same_lattices_as_lattice_simple_decoder(setup):
     """Without --max-active and --min-active both searches keep every token within the
-    beam: the same raw lattices (but for arcs at the lattice beam's edge) and, determinized,
-    the same best words, alignment and costs at each LM weight. --min-active (200 by
-    default, which the simple decoder lacks) only ever adds to the search."""
+    beam: the same raw lattices (but for arcs at the lattice beam's edge), the same best
+    words, alignment and costs at each LM weight, and those of the determinized lattice at
+    the decoding scale. --min-active (200 by default, which the simple decoder lacks) only
+    ever adds to the search."""
     _, lls, _, _ = setup
-    faster = _decoder(setup, beam=13.0, lattice_beam=6.0, min_active=0, decoder="faster")
-    simple = _decoder(setup, beam=13.0, lattice_beam=6.0, decoder="simple")
+    faster = _decoder(setup, beam=13.0, lattice_beam=6.0, min_active=0)
     default = _decoder(setup, beam=13.0, lattice_beam=6.0)
-    assert (faster.search, simple.search, default.search) == ("faster", "simple", "faster")
+    scales = [1.0 / (w * ACWT) for w in LMWTS]  # the raw lattices' costs are scaled
+
+    def paths(lat, ac):
+        return best_paths(lat, [1.0] * len(ac), ac, [0.0] * len(ac))
+
     for utt, ll in lls.items():
-        a, b = faster.decode(ll, ACWT, utt), simple.decode(ll, ACWT, utt)
-        assert a.ok and b.ok and a.reached_final == b.reached_final, utt
-        assert abs(a.raw_arcs - b.raw_arcs) <= max(3, 0.002 * b.raw_arcs), utt
-        assert default.decode(ll, ACWT, utt).raw_arcs >= a.raw_arcs - 3, utt
-        for x, y in zip(_paths(a.lattice), _paths(b.lattice)):
+        raw = faster._faster.search(faster.mapping.scaled(ll, ACWT), utt)
+        ours = determinize_native.state_level(raw, faster.graph.pair_tid,
+                                              faster.graph.pair_word)
+        theirs, reached = _simple_raw_lattice(faster, ll, 13.0, 6.0)
+        assert raw.reached_final == reached, utt
+        assert abs(ours.num_arcs - theirs.num_arcs) <= max(3, 0.002 * theirs.num_arcs), utt
+        assert default.decode(ll, ACWT, utt).raw_arcs >= ours.num_arcs - 3, utt
+        for x, y in zip(paths(ours, scales), paths(theirs, scales)):
             assert x.words == y.words and x.tids == y.tids, utt
             assert x.graph_cost == pytest.approx(y.graph_cost, abs=1e-2)
             assert x.acoustic_cost == pytest.approx(y.acoustic_cost, rel=1e-5, abs=1e-2)
-    for d in (faster, simple, default):
-        d.close()
+        det = faster.decode(ll, ACWT, utt).lattice  # acoustic costs unscaled
+        x, y = paths(det, [ACWT])[0], paths(theirs, [1.0])[0]
+        assert x.words == y.words and x.tids == y.tids, utt
+        assert x.graph_cost == pytest.approx(y.graph_cost, abs=1e-2)
+        assert ACWT * x.acoustic_cost == pytest.approx(y.acoustic_cost, rel=1e-5, abs=1e-2)
+    faster.close()
+    default.close()
 
 
 def test_best_path_is_the_faster_decoders_one_best(setup):
@@ -129,19 +171,43 @@ def test_pruning_as_it_goes_equals_pruning_at_the_end(setup):
     every.close()
 
 
-def test_auto_falls_back_to_the_simple_decoder_without_a_compiler(setup, monkeypatch,
-                                                                  caplog):
-    monkeypatch.setattr(lattice_faster, "available", lambda: False)
-    with caplog.at_level(logging.WARNING):
-        dec = _decoder(setup, beam=11.0, lattice_beam=4.0)
-    assert dec.search == "simple"
-    assert "LatticeSimpleDecoder" in caplog.text and "--max-active is not applied" in caplog.text
-    _, lls, _, _ = setup
+def test_no_lattices_without_the_library(setup, kaldi_digits, monkeypatch):
+    """Where the C++ library cannot be built there are no embedded lattices (no second
+    search or determinizer): the lattice decoder and latgen_faster_mapped.py say why and
+    name the 1-best route; the 1-best decoder (kaldi-decoder's FasterDecoder) still works."""
+    from train_helpers import load_pybin
+
+    tm, lls, graph, _ = setup
+    monkeypatch.setattr(native, "load", lambda quiet=False: None)
+    monkeypatch.setattr(native, "_REASON", "no C++ compiler (g++, c++ or clang++; or set CXX)")
+    msg = re.escape("embedded lattices need the toolkit's C++ library (hybridasr/decode/native), "
+                    "which cannot be built: no C++ compiler")
+    with pytest.raises(LatticesUnavailable, match=msg + r".*decode_faster_mapped\.py.*"
+                                                  r"--lattices false"):
+        _decoder(setup)
+    with pytest.raises(LatticesUnavailable, match=msg):
+        load_pybin("latgen_faster_mapped").main(
+            [str(kaldi_digits / "exp/mono_ali/final.mdl"),
+             str(kaldi_digits / "exp/mono/graph/HCLG.fst"), "ark:/dev/null", "ark:/dev/null"])
+    assert not lattice_faster.available()
     utt, ll = next(iter(lls.items()))
-    assert dec.decode(ll, ACWT, utt).ok
-    dec.close()
-    with pytest.raises(ConfigError, match="--decoder=fast: auto, faster or simple"):
-        _decoder(setup, decoder="fast")
+    one_best = MappedDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs, DecodeOptions(beam=11.0),
+                             graph.max_ilabel, fst_path=graph.path)
+    assert one_best.decode(ll, ACWT, utt).ok
+
+
+def test_latgen_options_extend_the_decode_options():
+    """The search options are declared once (DecodeOptions); latgen-faster-mapped's differ
+    only in --min-active's default, as Kaldi's tools do (200 against 20)."""
+    from hybridasr.options import option_specs
+
+    base = {s.dest: s for s in option_specs(DecodeOptions)}
+    latgen = {s.dest: s for s in option_specs(LatgenOptions)}
+    assert issubclass(LatgenOptions, DecodeOptions) and set(base) < set(latgen)
+    for name, spec in base.items():
+        assert latgen[name].help == spec.help
+        assert latgen[name].default == (200 if name == "min_active" else spec.default)
+    assert DecodeOptions().min_active == 20
 
 
 def test_build_goes_to_the_next_directory_when_the_first_cannot_be_written(tmp_path,
@@ -170,43 +236,7 @@ def test_build_goes_to_the_next_directory_when_the_first_cannot_be_written(tmp_p
         native.build()
 
 
-@pytest.mark.parametrize("phones_first", [True, False])
-def test_native_determinization_equals_the_python_one(setup, phones_first):
-    """determinize_native (C++) and determinize.determinize_lattice_pruned (Python) on the
-    same raw lattices: the same states and arcs, and every LM weight and insertion penalty
-    the same best words, alignment and costs."""
-    from hybridasr.decode import determinize_native
-    from hybridasr.decode.determinize import determinize_lattice_pruned, phone_boundaries
-
-    tm, lls, _, which = setup
-    marks = phone_boundaries(tm) if phones_first else None
-    # the digits GMM is sure of itself: a wider beam gives its lattices alternatives
-    beam = 7.0 if which == "polish" else 16.0
-    dec = _decoder(setup, beam=13.0 if which == "polish" else 16.0, lattice_beam=beam)
-    combos = [(lmwt, wip) for lmwt in range(4, 16) for wip in (0.0, 0.5)]
-    lm, ac, wip = [1.0] * len(combos), [1.0 / c[0] for c in combos], [c[1] for c in combos]
-    branching = 0
-    for utt, ll in lls.items():
-        raw = dec._faster.search(dec.mapping.scaled(ll, ACWT), utt)
-        native_lat = determinize_native.determinize_raw(
-            raw, dec.graph.pair_tid, dec.graph.pair_word, beam, 100000, marks)
-        python_lat = determinize_lattice_pruned(dec._from_arrays(raw), beam, 100000, marks)
-        assert (native_lat.num_states, native_lat.num_arcs) == \
-            (python_lat.num_states, python_lat.num_arcs), utt
-        branching += native_lat.num_arcs > native_lat.num_states
-        for arcs in native_lat.arcs:  # deterministic on words
-            assert len({a.word for a in arcs}) == len(arcs), utt
-        for x, y in zip(best_paths(native_lat, lm, ac, wip), best_paths(python_lat, lm, ac, wip)):
-            assert x.words == y.words and x.tids == y.tids, utt
-            assert x.graph_cost == pytest.approx(y.graph_cost, abs=1e-6)
-            assert x.acoustic_cost == pytest.approx(y.acoustic_cost, abs=1e-6)
-    assert branching  # some lattices hold alternatives
-    dec.close()
-
-
 def test_too_many_states_narrows_the_beam(kaldi_polish, caplog):
-    from hybridasr.decode import determinize_native
-
     tm, lls = gmm_loglikes(kaldi_polish, "exp/tri1/35.mdl", 3)
     graph = load_graph_dir(str(kaldi_polish / "exp/tri1/graph"))
     dec = LatticeDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs,

@@ -1,6 +1,6 @@
-"""One setting, one name in every tool: decoding takes train.py's --device and --chunking, and
-train.py's --seed seeds everything. The old spellings (--use-gpu, --chunk-size and
---chunk-overlap, --init-seed) still work, with one warning naming the new option."""
+"""One setting, one name in every tool: decoding takes train.py's --device and --chunking (the
+old --use-gpu, --chunk-size and --chunk-overlap are gone: unknown options, an error naming
+them), and train.py's --seed seeds everything (the old --init-seed is gone as well)."""
 from __future__ import annotations
 
 import json
@@ -30,22 +30,24 @@ def _parse(tool, argv, caplog):
 
 POS = {"forward": ["m.nnet", "data/test", "ark:-"],
        "frame_error_rate": ["m.nnet", "data/test", "targets.scp"]}
+OLD = ["--use-gpu=yes", "--chunk-size=10", "--chunk-overlap=3"]
 
 
 @pytest.mark.parametrize("tool", ["forward", "frame_error_rate"])
-@pytest.mark.parametrize("old,new", [("no", "cpu"), ("yes", "cuda"), ("optional", "auto"),
-                                     ("wait", "auto")])
-def test_use_gpu_is_device(tool, old, new, caplog):
-    args, warned = _parse(tool, ["--device=cpu", f"--use-gpu={old}", *POS[tool]], caplog)
-    assert args.device == new
-    assert warned == [f"--use-gpu is deprecated: use --device (--use-gpu={old} is "
-                      f"--device={new})"]
-    args, warned = _parse(tool, [f"--device={new}", *POS[tool]], caplog)
-    assert args.device == new and warned == []
+def test_device_is_train_pys_and_the_old_spellings_are_gone(tool, caplog, capsys, tmp_path):
+    for device in ("cpu", "cuda", "auto"):
+        args, warned = _parse(tool, [f"--device={device}", *POS[tool]], caplog)
+        assert args.device == device and warned == []
     args, _ = _parse(tool, POS[tool], caplog)
     assert args.device == "cpu"  # the default, as train.py's
-    with pytest.raises(ConfigError, match="--use-gpu must be no|yes|optional|wait"):
-        _parse(tool, ["--use-gpu=maybe", *POS[tool]], caplog)
+    for old in OLD:
+        with pytest.raises(SystemExit):
+            _parse(tool, [old, *POS[tool]], caplog)
+        assert f"unrecognized arguments: {old}" in capsys.readouterr().err
+        conf = tmp_path / "decode.conf"
+        conf.write_text(old + "\n")
+        with pytest.raises(ConfigError, match=f"unknown option {old.split('=')[0]}"):
+            _parse(tool, [f"--config={conf}", *POS[tool]], caplog)
 
 
 def test_device_is_checked_as_train_py_checks_it():
@@ -58,34 +60,17 @@ def test_device_is_checked_as_train_py_checks_it():
 
 
 @pytest.mark.parametrize("tool", ["forward", "frame_error_rate"])
-def test_chunk_size_and_overlap_are_chunking(tool, caplog):
-    args, warned = _parse(tool, ["--chunk-size=10", "--chunk-overlap=3", *POS[tool]], caplog)
-    note = "(--chunk-size=N --chunk-overlap=M is --chunking=N+2M:N)"
-    assert warned == [f"--chunk-size is deprecated: use --chunking {note}",
-                      f"--chunk-overlap is deprecated: use --chunking {note}"]
-    old = chunk_options(args)
-    assert old == ChunkOptions(10, 3)
+def test_chunking(tool, caplog):
     args, warned = _parse(tool, ["--chunking=16:10", *POS[tool]], caplog)
-    assert warned == [] and chunk_options(args) == old  # 16 frames every 10: 3 each side
+    assert warned == [] and chunk_options(args) == ChunkOptions(10, 3)  # 3 each side
+    args, _ = _parse(tool, ["--chunking=7:7", *POS[tool]], caplog)
+    assert chunk_options(args) == ChunkOptions(7, 0)
     args, _ = _parse(tool, POS[tool], caplog)
     assert chunk_options(args) == ChunkOptions()  # whole utterances
-    args, _ = _parse(tool, ["--chunk-size=7", *POS[tool]], caplog)
-    assert chunk_options(args) == ChunkOptions(7, 0)
-    args, _ = _parse(tool, ["--chunking=16:10", "--chunk-size=10", *POS[tool]], caplog)
-    with pytest.raises(ConfigError, match="were both given"):
-        chunk_options(args)
     for bad in ("10:3", "5:10", "10", "a:b"):  # odd context, step > size, not size:step
         args, _ = _parse(tool, [f"--chunking={bad}", *POS[tool]], caplog)
         with pytest.raises(ConfigError, match=f"--chunking={bad}"):
             chunk_options(args)
-
-
-def test_old_spelling_in_a_config_file_warns_once(tmp_path, caplog):
-    conf = tmp_path / "decode.conf"
-    conf.write_text("--use-gpu=yes\n--use_gpu=no\n")
-    args, warned = _parse("forward", [f"--config={conf}", "--use-gpu=optional", *POS["forward"]],
-                          caplog)
-    assert args.device == "auto" and len(warned) == 1  # the command line wins, one warning
 
 
 def test_renamed_option_rules(tmp_path):
@@ -105,7 +90,7 @@ def digits(tmp_path_factory, kaldi_digits):
     return make_tr_cv(kaldi_digits, tmp_path_factory.mktemp("seeds"))
 
 
-def test_init_seed_is_seed_which_seeds_the_initial_model(digits, tmp_path, caplog):
+def test_seed_seeds_the_initial_model_and_init_seed_is_gone(digits, tmp_path, caplog, capsys):
     tr, cv, ali = digits
     train = _pybin("train")
     small = ["--model=mlp", "--num-layers=1", "--hidden-size=8", "--dropout=0",
@@ -122,20 +107,18 @@ def test_init_seed_is_seed_which_seeds_the_initial_model(digits, tmp_path, caplo
         first = state["history"][0]
         assert first["epoch"] == 0
         conf = (exp / "train.conf").read_text()
-        assert "--init-seed" not in conf and "--init_seed" not in conf
         sd = torch.load(exp / first["model"], weights_only=True)["state_dict"]
         return sd, conf, _warnings(caplog)
 
-    old, conf, warned = initial_model("old", "--init-seed=5")
-    assert [w for w in warned if "deprecated" in w] == [
-        "--init-seed is deprecated: use --seed (one --seed now seeds the initialisation, "
-        "batch order and dropout)"]
-    assert "--seed=5\n" in conf
-    new, conf, warned = initial_model("new", "--seed=5")
+    with pytest.raises(SystemExit):
+        train.get_parser().parse_args(["--init-seed=5", *map(str, (tr, cv, ali, ali)), "x"])
+    assert "unrecognized arguments: --init-seed=5" in capsys.readouterr().err
+    first, conf, warned = initial_model("first", "--seed=5")
     assert not [w for w in warned if "deprecated" in w] and "--seed=5\n" in conf
-    assert all(torch.equal(old[k], new[k]) for k in old)
+    again, _, _ = initial_model("again", "--seed=5")
+    assert all(torch.equal(first[k], again[k]) for k in first)
     other, _, _ = initial_model("other", "--seed=6")
-    assert not all(torch.equal(other[k], new[k]) for k in new)
+    assert not all(torch.equal(other[k], first[k]) for k in first)
 
 
 STAND_IN = """#!/usr/bin/env bash
@@ -143,9 +126,10 @@ printf '%s\\n' "$@" > "$STANDIN_RECORD/$(basename "$0").$$"
 """
 
 
-def test_decode_sh_old_and_new_spellings(tmp_path, repo_dir, kaldi_digits, env_with_path):
+def test_decode_sh_passes_what_it_is_given(tmp_path, repo_dir, kaldi_digits, env_with_path):
     """steps/nnet/decode.sh passes --device and --chunking to forward.py (stand-ins record the
-    command lines); --use-gpu and --chunk-size/--chunk-overlap still work, and warn."""
+    command lines), --prior-scale only when given (forward.py's default is the one); the old
+    --use-gpu and --chunk-size/--chunk-overlap are invalid options."""
     bin_dir, rec = tmp_path / "bin", tmp_path / "rec"
     bin_dir.mkdir()
     rec.mkdir()
@@ -167,27 +151,24 @@ def test_decode_sh_old_and_new_spellings(tmp_path, repo_dir, kaldi_digits, env_w
     def decode(*opts):
         for f in rec.iterdir():
             f.unlink()
-        p = subprocess.run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "1",
-                            "--decoder", "embedded", "--skip-scoring", "true", *opts,
-                            str(graph), str(data), str(exp / "decode")],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-        assert p.returncode == 0, p.stdout + p.stderr
-        (fwd,) = rec.glob("forward.py.*")
-        argv = fwd.read_text().splitlines()
-        return [a for a in argv if a.startswith(("--device", "--chunking", "--use-gpu",
-                                                  "--chunk-"))], p.stderr
+        return subprocess.run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "1",
+                               "--decoder", "embedded", "--lattices", "false",
+                               "--skip-scoring", "true", *opts,
+                               str(graph), str(data), str(exp / "decode")],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
 
-    got, err = decode()
-    assert got == ["--device=cpu"] and "deprecated" not in err
-    got, err = decode("--device", "auto", "--chunking", "16:10")
-    assert got == ["--device=auto", "--chunking=16:10"] and "deprecated" not in err
-    got, err = decode("--use-gpu", "optional", "--chunk-size", "10", "--chunk-overlap", "3")
-    assert got == ["--device=auto", "--chunking=16:10"]
-    assert "warning: --use-gpu is deprecated: use --device (--use-gpu optional is --device " \
-           "auto)" in err
-    assert "warning: --chunk-size/--chunk-overlap are deprecated: use --chunking" in err
-    assert err.count("deprecated") == 2
-    p = subprocess.run([str(repo_dir / "steps/nnet/decode.sh"), "--use-gpu", "maybe",
-                        str(graph), str(data), str(exp / "decode")],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1 and "bad --use-gpu maybe" in p.stderr
+    def forward_opts(*opts):
+        p = decode(*opts)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "warning" not in p.stderr
+        (fwd,) = rec.glob("forward.py.*")
+        return [a for a in fwd.read_text().splitlines()
+                if a.startswith(("--device", "--chunking", "--prior-scale"))]
+
+    assert forward_opts() == ["--device=cpu"]
+    assert forward_opts("--device", "auto", "--chunking", "16:10", "--prior-scale", "0.5") == \
+        ["--prior-scale=0.5", "--device=auto", "--chunking=16:10"]
+    for old, value in (("--use-gpu", "yes"), ("--chunk-size", "10"), ("--chunk-overlap", "3")):
+        p = decode(old, value)
+        assert p.returncode != 0 and f"invalid option {old}" in p.stderr, p.stderr

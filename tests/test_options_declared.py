@@ -59,8 +59,6 @@ def _specs(declared):
 
 def _parser(declared):
     p = make_parser("t.py", "test")
-    if declared is TrainConfig:  # its old --init-seed is --seed, a data option: registered first
-        p.add_argument("--seed", type=int, default=0)
     add_options(p, declared)
     return p
 
@@ -167,18 +165,18 @@ def test_mfcc_and_fbank_differ_where_kaldi_does(kaldi_digits):
 
 def test_train_py_resolved_config_holds_the_declared_options(tmp_path):
     """train.py's options as one resolved conf file (what train.conf is) read back into the
-    same model, schedule and training settings; the old --init-seed is --seed."""
+    same model, schedule and training settings."""
     from hybridasr.cli import options_dict, save_resolved_config
 
     train = load_pybin("train")
     pos = ["tr", "cv", "ali", "ali", "exp"]
     p = train.get_parser()
     a = p.parse_args(["--model=lstm", "--proj-size=64", "--lr-schedule=newbob_multi_epoch",
-                      "--newbob-multi-num-epochs=3", "--optimizer=sgd", "--init-seed=4", *pos])
+                      "--newbob-multi-num-epochs=3", "--optimizer=sgd", "--seed=4", *pos])
     assert a.seed == 4
     save_resolved_config(p, a, str(tmp_path / "train.conf"))
     text = (tmp_path / "train.conf").read_text()
-    assert "--init-seed" not in text and "--seed=4\n" in text
+    assert "--seed=4\n" in text
     b = train.get_parser().parse_args([f"--config={tmp_path / 'train.conf'}", *pos])
     assert options_dict(p, b) == options_dict(p, a)
     assert model_config_from_args(b) == model_config_from_args(a) == {

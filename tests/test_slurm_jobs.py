@@ -164,7 +164,7 @@ def test_make_mfcc_same_with_slurm_pl(tmp_path, env, kaldi_digits):
 
 def test_nnet_decode_same_with_slurm_pl(tmp_path, env, kaldi_digits):
     from hybridasr import models
-    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.features.transform import FeatureTransform
 
     config = {"model": "blstm", "num_layers": 1, "hidden_size": 16, "proj_size": 0,
               "dropout": 0.0}

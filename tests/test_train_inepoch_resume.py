@@ -120,13 +120,12 @@ def test_resume_skips_the_batches_done_without_reading_them(runs):
     from hybridasr.data.config import DataConfig
     from hybridasr.data.dataset import UtteranceDataset
     from hybridasr.data.loader import make_batch_iterator
-    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.features.transform import FeatureTransform
 
     (tr, _, ali), _, _ = runs
     c = DataConfig(seq_ordering="laplace:2", max_frames=500, num_workers=0)
-    c.validate()
     ds = UtteranceDataset.from_data_dir(str(tr), str(ali / "targets.scp"),
-                                        FeatureTransform.from_config(c))
+                                        FeatureTransform.from_options(c.transform))
     reads = Counter()
     raw = ds.raw_feats
     ds.raw_feats = lambda utt: (reads.update([utt]), raw(utt))[1]

@@ -35,13 +35,13 @@ def test_planning_pauses_the_collector_and_plans_the_same(monkeypatch):
     seen = []
     import hybridasr.data.epoch as epoch_mod
 
-    real = epoch_mod.make_strategy
+    real = cfg.strategy.plan
 
-    def spy(config):
+    def spy(*args, **kwargs):
         seen.append(gc.isenabled())
-        return real(config)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(epoch_mod, "make_strategy", spy)
+    monkeypatch.setattr(cfg.strategy, "plan", spy)
     paused = plan_epoch(lengths, cfg, epoch=2)
     assert seen and not any(seen) and gc.isenabled()
     with_gc = epoch_mod._plan_epoch(lengths, cfg, 2, 0, 1)

@@ -7,7 +7,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from hybridasr.data.transform import IGNORE_INDEX
+from hybridasr.features.transform import IGNORE_INDEX
 
 
 @dataclass

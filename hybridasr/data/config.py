@@ -1,52 +1,45 @@
-"""``DataConfig``: every feature-transform and batching setting of the data pipeline.
+"""``DataConfig``: every feature-transform and batching setting of the data pipeline, resolved.
 
-The common options are declared here (``hybridasr.options.option`` fields; the feature
-transform's defaults are ``FeatureTransform``'s); each batching strategy declares its own
-(``hybridasr.data.batching``), and a ``DataConfig`` holds those of every registered strategy in
-``strategy_options``, read as attributes too (``config.<option>``). ``to_dict()`` is flat,
-so the resolved training config, the model's saved dict and the command line all hold the same
-names. ``transform_dict()`` is the part the decoder needs again (``FeatureTransform.from_dict``);
-the rest only shapes training batches.
+Three typed parts: ``transform`` (``hybridasr.features.transform.TransformOptions``, rebuilt at
+decode time from the model), the common batching and loading options declared here, and
+``strategy_options``, the ``Options`` of the strategy ``--seq-ordering`` chooses
+(``hybridasr.data.batching``). A ``DataConfig`` is checked when it is made and does not change
+afterwards: it builds its batching strategy once (``config.strategy``, which the epoch plans
+and the loader use) and parses ``--chunking`` once (``config.chunks``).
+
+``from_dict`` / ``to_dict`` are flat, so the resolved training config, the model's saved dict
+and the command line all hold the same names.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional, Tuple
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
 
-from hybridasr.data.batching import make_strategy, strategy_option_specs
-from hybridasr.data.transform import FeatureTransform
+from hybridasr.data.batching import (BatchingStrategy, Limits, chosen_options, make_strategy,
+                                     strategy_option_specs, upgrade_saved)
+from hybridasr.data.chunking import Chunking
 from hybridasr.errors import ConfigError
-from hybridasr.options import OptionSpec, check, option, option_specs, parse_int_pair
+from hybridasr.features.transform import TransformOptions
+from hybridasr.options import OptionSpec, check, from_values, option, option_specs
 
-_T = {f.name: f.default for f in fields(FeatureTransform)}
 
-
-@dataclass(init=False)
+@dataclass(frozen=True)
 class DataConfig:
     # feature transform (rebuilt at decode time)
-    norm_means: bool = option(_T["norm_means"], "per-speaker CMVN: subtract means (cmvn.scp)")
-    norm_vars: bool = option(_T["norm_vars"], "per-speaker CMVN: also normalise variances")
-    global_norm: bool = option(_T["global_norm"], "global mean/variance normalisation over "
-                                                  "the training set (computed once)")
+    transform: TransformOptions = field(default_factory=TransformOptions)
     global_norm_utts: int = option(
         10000, "with --global-norm: the statistics come from this many training utterances, "
                "a random subset drawn with --seed (Kaldi nnet1 uses 10k), so start-up does "
                "not read a large corpus whole; 0 = all", minimum=0)
-    delta_order: int = option(_T["delta_order"], "add-deltas order", minimum=0)
-    delta_window: int = option(_T["delta_window"], "add-deltas window", minimum=1)
-    splice: int = option(_T["splice"], "frames of context either side (5 gives 11 frames, "
-                                       "as nnet1)", minimum=0)
-    stack_frames: int = option(_T["stack_frames"], "stack each frame with the next N-1",
-                               minimum=1)
-    subsample: int = option(_T["subsample"], "keep every N-th (stacked) frame; targets alike",
-                            minimum=1)
-    label_delay: int = option(_T["label_delay"], "output t is trained on the label of frame "
-                                                 "t-N", minimum=0)
     # batching
-    seq_ordering: str = option("random", "the batching strategy")
+    seq_ordering: str = option("random", "the batching strategy, NAME[:ARG]")
+    # the chosen strategy's own options (its Options dataclass; None: the defaults)
+    strategy_options: Any = None
     chunking: str = option(
-        "", "size:step: train on sub-utterances of size frames every step frames (each "
-            "utterance is read once per epoch; see --randomizer-size)")
+        "", "size:step: train on sub-utterances of size frames every step frames, a modifier "
+            "of the strategies that batch whole utterances (each utterance is read once per "
+            "epoch; see --randomizer-size)")
     chunking_loss: str = option(
         "all", "what the loss counts where chunks overlap: all: every chunk's every frame "
                "(RETURNN), so overlapped frames count twice; once: each frame once, in the "
@@ -78,96 +71,66 @@ class DataConfig:
     num_workers: int = option(2, "loader worker processes (0 = load in the training process)",
                               minimum=0)
     prefetch: int = option(2, "batches each worker prepares ahead", minimum=1)
-    # every registered strategy's own options, by name
-    strategy_options: Dict[str, Any] = field(default_factory=dict)
+    # made from the above when the config is: the strategy (built once) and the chunking
+    strategy: BatchingStrategy = field(init=False, repr=False, compare=False)
+    chunks: Optional[Chunking] = field(init=False, repr=False, compare=False)
 
-    def __init__(self, strategy_options: Optional[Dict[str, Any]] = None, **values):
-        """Common options and strategy options alike by name (``DataConfig(max_frames=500,
-        <strategy option>=...)``); the others take their declared defaults."""
-        own = {s.dest: s.default for s in strategy_specs()}
-        own.update(strategy_options or {})
-        for name, spec in _COMMON.items():
-            object.__setattr__(self, name, values.pop(name, spec.default))
-        unknown = sorted(set(values) - set(own))
-        if unknown:
-            raise TypeError(f"DataConfig: unknown option(s) {', '.join(unknown)}")
-        own.update(values)
-        object.__setattr__(self, "strategy_options", own)
-
-    def __getattr__(self, name: str):  # a strategy's option as an attribute
-        own = self.__dict__.get("strategy_options")
-        if own is not None and name in own:
-            return own[name]
-        raise AttributeError(f"{type(self).__name__} has no option {name!r}")
-
-    def __setattr__(self, name: str, value) -> None:
-        own = self.__dict__.get("strategy_options")
-        if own is not None and name in own and name not in _COMMON:
-            own[name] = value
-        else:
-            object.__setattr__(self, name, value)
+    def __post_init__(self):
+        check(self)  # types, choices and minimums of the common options
+        self.transform.validate()
+        chunks = Chunking.parse(self.chunking, self.chunking_loss)
+        strategy = make_strategy(self.seq_ordering, self.strategy_options,
+                                 Limits(self.max_frames, self.max_seqs), self.randomizer_size)
+        if chunks and strategy.splits_utterances:
+            raise ConfigError(f"{strategy.describe()} cuts the utterances itself; drop "
+                              f"--chunking")
+        object.__setattr__(self, "strategy_options", strategy.options)
+        object.__setattr__(self, "strategy", strategy)
+        object.__setattr__(self, "chunks", chunks)
 
     def to_dict(self) -> dict:
-        d = {name: getattr(self, name) for name in _COMMON}
-        d.update(self.strategy_options)
+        """Flat: the transform's settings, the common options, the strategy's options."""
+        d = {s.dest: getattr(self.transform, s.dest) for s in option_specs(TransformOptions)}
+        d.update((name, getattr(self, name)) for name in _COMMON)
+        d.update(dataclasses.asdict(self.strategy_options))
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "DataConfig":
-        """From a flat dict (``to_dict``, a saved model's ``data_config``), checked."""
-        known = set(_COMMON) | {s.dest for s in strategy_specs()}
-        unknown = sorted(set(d) - known)
+        """From flat names (``to_dict``, a saved model's ``data_config``, the command line):
+        those of every registered strategy are checked, the chosen one's kept."""
+        d = upgrade_saved(dict(d))  # a strategy reads what an older version saved
+        own = {s.dest for s in strategy_specs()}
+        unknown = sorted(set(d) - set(_COMMON) - set(_TRANSFORM) - own)
         if unknown:
             raise ConfigError(f"unknown data config keys: {', '.join(unknown)}")
-        cfg = cls(**d)
-        cfg.validate()
-        return cfg
+        common = {k: v for k, v in d.items() if k in _COMMON}
+        ordering = common.get("seq_ordering", _COMMON["seq_ordering"].default)
+        return cls(transform=from_values(TransformOptions,
+                                         {k: v for k, v in d.items() if k in _TRANSFORM}),
+                   strategy_options=chosen_options(ordering, {k: d[k] for k in own if k in d}),
+                   **common)
 
     def for_evaluation(self) -> "DataConfig":
         """Cross-validation batches: whole utterances of any length sorted by length (no
-        chunks, no length limit: one longer than max_frames gets a batch of its own; every
-        strategy option at its default), each utterance once (no repeated passes)."""
-        values = {name: getattr(self, name) for name in _COMMON}
-        values.update(seq_ordering="sorted", chunking="", chunking_loss="all",
-                      min_batches_per_epoch=0, max_seq_length=0,
-                      max_frames=max(self.max_frames, _COMMON["max_frames"].default)
-                      if self.max_frames else 0)
-        c = DataConfig(**values)
-        c.validate()
-        return c
-
-    def transform_dict(self) -> dict:
-        """The FeatureTransform settings (global statistics come from ``fit`` later)."""
-        names = set(_T) & set(_COMMON)
-        return {k: getattr(self, k) for k in sorted(names)}
-
-    def chunk_size_step(self) -> Optional[Tuple[int, int]]:
-        return parse_int_pair(self.chunking, "--chunking", "size:step") if self.chunking else None
-
-    def validate(self) -> None:
-        check(self)  # types, choices and minimums of the common options
-        if self.norm_vars and not self.norm_means:
-            raise ConfigError("--norm-vars=true needs --norm-means=true (as in Kaldi)")
-        if self.chunking_loss != "all" and not self.chunking:
-            raise ConfigError(f"--chunking-loss={self.chunking_loss} is about overlapping "
-                              f"chunks: it needs --chunking=size:step")
-        cs = self.chunk_size_step()
-        if cs and cs[1] > cs[0]:
-            raise ConfigError(f"--chunking={self.chunking}: step > size would skip frames")
-        strategy = make_strategy(self)  # its options, every strategy's, unknown names
-        if self.chunking and strategy.splits_utterances:
-            raise ConfigError(f"{strategy.describe()} cuts the utterances itself; drop "
-                              f"--chunking")
+        chunks, no length limit: one longer than max_frames gets a batch of its own; no
+        strategy options), each utterance once (no repeated passes)."""
+        return dataclasses.replace(
+            self, seq_ordering="sorted", strategy_options=None, chunking="",
+            chunking_loss="all", min_batches_per_epoch=0, max_seq_length=0,
+            max_frames=max(self.max_frames, _COMMON["max_frames"].default)
+            if self.max_frames else 0)
 
 
 _COMMON = {s.dest: s for s in option_specs(DataConfig)}
+_TRANSFORM = {s.dest: s for s in option_specs(TransformOptions)}
 
 
 def strategy_specs(with_help: bool = False) -> List[OptionSpec]:
     """Every registered strategy's options (``strategy_option_specs``); none may take a
-    common option's name."""
+    common or transform option's name."""
     specs = strategy_option_specs(with_help)
-    clash = sorted(s.flag for s in specs if s.dest in _COMMON)
+    clash = sorted(s.flag for s in specs if s.dest in _COMMON or s.dest in _TRANSFORM)
     if clash:
         raise ValueError(f"batching strategies declare {', '.join(clash)}, which the data "
                          f"pipeline already has")

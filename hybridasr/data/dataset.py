@@ -23,8 +23,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from hybridasr.align.length_tolerance import DEFAULT_LENGTH_TOLERANCE, within_tolerance
-from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import FormatError
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.kaldi.io.matrix_lengths import read_lengths
 from hybridasr.kaldi.io.random_access import int_vectors, matrices
 from hybridasr.kaldi.io.table import read_int_map, read_map

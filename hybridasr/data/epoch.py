@@ -1,6 +1,8 @@
 """One epoch's plan: lengths -> items (length limit, chunking) -> strategy -> this rank's share.
 
-Everything here is a function of the lengths, the config, the epoch and (rank, world size):
+The strategy is the config's (``DataConfig.strategy``, built once with it), and so is the
+chunking (``DataConfig.chunks``). Everything here is a function of the lengths, the config,
+the epoch and (rank, world size):
 resuming at epoch k gives the same batches, and every rank derives the same global plan.
 No utterance is refused for its length unless ``--max-seq-length`` says so (filter: left out
 and counted in the log; split: pieces); one longer than ``--max-frames`` gets a batch of its
@@ -15,7 +17,7 @@ from typing import Dict, List, Mapping
 
 import numpy as np
 
-from hybridasr.data.batching import Item, make_strategy
+from hybridasr.data.batching import Item
 from hybridasr.data.batching.sharding import check_world
 from hybridasr.data.config import DataConfig
 from hybridasr.errors import ConfigError
@@ -34,23 +36,6 @@ def split_evenly(utt: str, start: int, end: int, max_len: int) -> List[Item]:
     k = max(1, math.ceil(n / max_len))
     bounds = [start + (n * i) // k for i in range(k + 1)]
     return [Item(utt, a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def chunk(item: Item, size: int, step: int, once: bool = False) -> List[Item]:
-    """RETURNN chunking: windows of ``size`` every ``step`` frames until the end is covered
-    (the last one may be shorter). ``once``: each chunk's ``counted`` frames are its share of
-    the item, the overlap of neighbouring chunks split at its middle, so that the loss counts
-    every frame once and where it has the most context."""
-    out, s = [], item.start
-    while True:
-        out.append(Item(item.utt, s, min(s + size, item.end)))
-        if s + size >= item.end:
-            break
-        s += step
-    if once and len(out) > 1:
-        cuts = [item.start] + [(b.start + a.end) // 2 for a, b in zip(out, out[1:])] + [item.end]
-        out = [c._replace(counted=(lo, hi)) for c, lo, hi in zip(out, cuts, cuts[1:])]
-    return out
 
 
 _logged: set = set()
@@ -103,15 +88,13 @@ def make_items(lengths: Mapping[str, int], config: DataConfig) -> List[Item]:
                           f"frames and {filtered} are longer than --max-seq-length={limit} "
                           f"(--max-seq-length-mode=filter; raise the limit, set it to 0, or "
                           f"use --max-seq-length-mode=split)")
-    cs = config.chunk_size_step()
-    if cs:
-        once = config.chunking_loss == "once"
-        items = [c for it in items for c in chunk(it, *cs, once=once)]
-    if config.max_frames and not make_strategy(config).splits_utterances:
+    if config.chunks:
+        items = config.chunks.apply(items)
+    if config.max_frames and not config.strategy.splits_utterances:
         too_long = [it.length for it in items if it.length > config.max_frames]
         if too_long:
             _log_once(logging.INFO, "%d %s longer than --max-frames=%d (the longest %d) get a "
-                      "batch of their own", len(too_long), "chunks are" if cs else
+                      "batch of their own", len(too_long), "chunks are" if config.chunks else
                       "utterances are", config.max_frames, max(too_long))
     return items
 
@@ -131,7 +114,7 @@ def _plan_epoch(lengths: Mapping[str, int], config: DataConfig, epoch: int, rank
     items = make_items(lengths, config)
     if not items:
         raise ConfigError("no utterances left to batch")
-    strategy = make_strategy(config)
+    strategy = config.strategy
     mine = list(strategy.plan(items, epoch_rng(config.seed, epoch), world_size)[rank])
     passes = 1
     want = config.min_batches_per_epoch

@@ -23,11 +23,11 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from hybridasr.data.batch import Batch, collate
-from hybridasr.data.batching import BatchPlan, make_strategy
+from hybridasr.data.batching import BatchPlan
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
-from hybridasr.data.transform import IGNORE_INDEX
 from hybridasr.errors import ConfigError
+from hybridasr.features.transform import IGNORE_INDEX
 
 
 def plan_units(plans: list) -> list:
@@ -116,7 +116,7 @@ class BatchIterator:
         self.rank, self.world_size, self.pin_memory = rank, world_size, pin_memory
         self.plans = plan_epoch(dataset.output_lengths, config, epoch, rank, world_size)
         self.dim = dataset.transform.output_dim(dataset.feature_dim())
-        self.strategy = make_strategy(config)
+        self.strategy = config.strategy
         cached = self.strategy.cached_utterances()
         if cached and hasattr(dataset, "cache_utts"):  # e.g. windows of utterances in a row
             dataset.cache_utts = max(dataset.cache_utts, cached)

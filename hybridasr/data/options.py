@@ -1,5 +1,5 @@
-"""The data pipeline's options as declared (``DataConfig``, every registered batching
-strategy's), for a ``pybin/`` script to register with ``hybridasr.cli.add_options``::
+"""The data pipeline's options as declared (the feature transform's ``TransformOptions``,
+``DataConfig``'s, every registered batching strategy's), for a ``pybin/`` script to register with ``hybridasr.cli.add_options``::
 
     for title, declared in data_option_sets():
         add_options(p, declared, title)
@@ -17,8 +17,8 @@ from typing import List, Tuple
 
 from hybridasr.data.batching.registry import common_option_notes, seq_ordering_help
 from hybridasr.data.config import DataConfig, strategy_specs
-from hybridasr.data.transform import FeatureTransform
 from hybridasr.features.cmvn import parse_cmvn_opts
+from hybridasr.features.transform import TransformOptions
 from hybridasr.options import OptionSpec, option, option_specs
 
 BATCHING_CONFIG = ("--batching-config", "config file of batching options (e.g. "
@@ -35,14 +35,13 @@ class CmvnOpts:
 def data_option_sets() -> List[Tuple[str, List[OptionSpec]]]:
     """(title, options) of the feature transform and of batching: the common options, with
     what the strategies say about them, and every registered strategy's own."""
-    transform = {f.name for f in dataclasses.fields(FeatureTransform)}
-    features, batching = [], []
+    features = []
+    for s in option_specs(TransformOptions):
+        features.append(s)
+        if s.dest == "norm_vars":
+            features.extend(option_specs(CmvnOpts))
+    batching = []
     for s in option_specs(DataConfig):
-        if s.dest in transform:
-            features.append(s)
-            if s.dest == "norm_vars":
-                features.extend(option_specs(CmvnOpts))
-            continue
         if s.dest == "seq_ordering":
             s = dataclasses.replace(s, help=f"{s.help}: {seq_ordering_help()}")
         elif common_option_notes(s.dest):
@@ -55,7 +54,10 @@ def data_option_sets() -> List[Tuple[str, List[OptionSpec]]]:
 
 
 def data_config_from_args(args) -> DataConfig:
-    names = [s.dest for s in option_specs(DataConfig)] + [s.dest for s in strategy_specs()]
+    """The ``DataConfig`` of parsed options (``--cmvn-opts`` wins over ``--norm-means`` and
+    ``--norm-vars``): its strategy is built here, once."""
+    names = [s.dest for s in option_specs(TransformOptions)] + \
+        [s.dest for s in option_specs(DataConfig)] + [s.dest for s in strategy_specs()]
     d = {name: getattr(args, name) for name in names if hasattr(args, name)}
     cmvn_opts = getattr(args, "cmvn_opts", "") or ""
     if cmvn_opts.strip():

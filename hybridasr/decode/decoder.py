@@ -32,8 +32,8 @@ INT32_MAX = 2147483647
 
 @dataclass
 class DecodeOptions:
-    """decode-faster-mapped's search options (Kaldi's FasterDecoderOptions), Kaldi's
-    defaults."""
+    """The search options of every decoder: decode-faster-mapped's (Kaldi's
+    FasterDecoderOptions), with Kaldi's defaults; ``LatgenOptions`` extends them."""
     beam: float = option(16.0, "decoding beam")
     max_active: int = option(INT32_MAX, f"maximum number of active states ({INT32_MAX}: no "
                                         f"limit)")
@@ -41,6 +41,13 @@ class DecodeOptions:
     beam_delta: float = option(0.5, "increment used when the beam is tightened by "
                                     "--max-active")
     hash_ratio: float = option(2.0, "setting used in the decoder to control hash behaviour")
+
+
+def with_default(cls, name: str, default):
+    """The option ``name`` of ``cls`` (its help and checks) with another default: for a
+    subclass whose Kaldi tool has a default of its own."""
+    f = cls.__dataclass_fields__[name]
+    return field(default=default, metadata=f.metadata)
 
 
 @dataclass

@@ -1,22 +1,67 @@
-"""Pruned lattice determinization in C++ (``native/lattice_determinize.cc``, the twin of
-``hybridasr.decode.determinize``: the same passes, phones first then words, the same order of
-weights and residual strings) for the raw lattices of the toolkit's C++ search, as arrays
-from end to end: only the determinized lattice becomes Python objects."""
+"""Pruned lattice determinization, the toolkit's one determinizer: C++
+(``native/lattice_determinize.cc``) on the raw lattices of the toolkit's C++ search, as arrays
+from end to end (only the determinized lattice becomes Python objects).
+
+What Kaldi's ``DeterminizeLatticePhonePruned`` (``latgen-faster-mapped
+--determinize-lattice=true``) computes: the state-level lattice pruned to the beam (Kaldi's
+``PruneLattice``), determinized on words and phone boundaries together (Kaldi's phone-first
+pass, given ``phone_boundaries``), then on words (Kaldi's ``LatticeDeterminizer`` in the
+CompactLattice semiring: subsets of (state, residual transition-ids, residual weight)), each
+pass best first within the beam of the best path. The result has one path per word sequence
+within the beam: the best state-level path with those words (its weight and transition-ids).
+Kaldi's ``--max-mem`` is ``max_states`` here: when it is hit the beam is narrowed (x0.75) and
+the determinization redone, as Kaldi does. Without a C++ compiler there is no determinizer:
+decoding is 1-best (``decode_faster_mapped.py``; see docs/decoding.md).
+"""
 from __future__ import annotations
 
 import ctypes
+import logging
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 import numpy as np
 
 from hybridasr.decode import native
-from hybridasr.decode.determinize import TooLarge, with_narrowing_beam
 from hybridasr.decode.lattice_faster import RawLattice
-from hybridasr.errors import FormatError
+from hybridasr.errors import FormatError, HybridAsrError
 from hybridasr.kaldi.lattice import INF, Arc, CompactLattice
 
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
 _TOO_LARGE, _CYCLE = 3, 4  # hasr_det_run's codes (0: done)
+
+
+class TooLarge(Exception):
+    """A determinization passed its number of states."""
+
+
+def phone_boundaries(tm) -> np.ndarray:
+    """Per transition-id of a ``TransitionModel``: its phone where it leaves the phone's
+    first HMM state (once in every instance of a phone, as Kaldi's
+    DeterminizeLatticeInsertPhones marks them), else 0."""
+    marks = np.where((tm.tid2hmm_state == 0) & ~np.asarray(tm.tid_is_self_loop, bool),
+                     tm.tid2phone, 0)
+    return np.maximum(marks, 0).astype(np.int64)
+
+
+def with_narrowing_beam(attempt: Callable[[float], T], beam: float, max_states: int) -> T:
+    """``attempt(beam)``, the beam narrowed by a quarter each time the lattice passes
+    ``max_states`` states (TooLarge), as Kaldi's DeterminizeLatticePruned does past
+    ``--max-mem``."""
+    while True:
+        try:
+            return attempt(beam)
+        except TooLarge:
+            if beam < 1e-3:
+                raise HybridAsrError(
+                    f"lattice determinization: not even the best path fits in {max_states} "
+                    f"states (raise --max-mem)")
+            beam *= 0.75
+            log.warning("lattice determinization reached %d states: beam narrowed to %.3f",
+                        max_states, beam)
 
 
 @dataclass
@@ -57,11 +102,13 @@ def from_raw(raw: RawLattice, labels: np.ndarray, tids: np.ndarray) -> ArrayLatt
 
 def determinize(lat: ArrayLattice, prune_beam: float, beam: float,
                 max_states: int) -> ArrayLattice:
-    """Pruned to ``prune_beam``, then determinized on the labels within ``beam``; TooLarge
-    past ``max_states`` states."""
+    """Pruned to ``prune_beam``, then determinized on the labels within ``beam`` (``beam`` <
+    0: only pruned, states renumbered in topological order); TooLarge past ``max_states``
+    states."""
     lib = native.load()
     if lib is None:
-        raise RuntimeError("the toolkit's C++ library could not be built (see the log)")
+        raise HybridAsrError(f"lattice determinization needs the toolkit's C++ library, "
+                             f"which cannot be built: {native.unavailable_reason()}")
     arrays = [np.ascontiguousarray(x) for x in (
         lat.src, lat.dst, lat.label, lat.graph, lat.acoustic, lat.str_off, lat.str_len,
         lat.final_graph, lat.final_acoustic, lat.final_off, lat.final_len, lat.tids)]
@@ -111,11 +158,22 @@ def to_compact(lat: ArrayLattice, words: Optional[np.ndarray] = None) -> Compact
     return out
 
 
+def state_level(raw: RawLattice, pair_tid: np.ndarray, pair_word: np.ndarray,
+                beam: float = INF) -> CompactLattice:
+    """A raw search lattice (arcs labelled with the relabelled graph's pair ids) as a
+    state-level CompactLattice, one transition-id (or none) and a word (or 0) per arc, pruned
+    to ``beam`` (forward-backward, as Kaldi's PruneLattice) and connected."""
+    lat = from_raw(raw, pair_word[raw.olabel], pair_tid[raw.olabel])
+    return to_compact(determinize(lat, beam, -1.0, 0))
+
+
 def determinize_raw(raw: RawLattice, pair_tid: np.ndarray, pair_word: np.ndarray,
                     beam: float, max_states: int,
                     phone_of_tid: Optional[np.ndarray] = None) -> CompactLattice:
-    """``determinize.determinize_lattice_pruned`` of a raw search lattice (arcs labelled
-    with the relabelled graph's pair ids): phones first when ``phone_of_tid`` is given."""
+    """The pruned, word-determinized CompactLattice of a raw search lattice (arcs labelled
+    with the relabelled graph's pair ids): phones first when ``phone_of_tid``
+    (``phone_boundaries``) is given, as Kaldi does (the same word sequences and best
+    weights, found with a fraction of the work), else on words alone."""
     tids = pair_tid[raw.olabel]
     words = pair_word[raw.olabel]
     if phone_of_tid is None:

@@ -14,15 +14,16 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Iterator, Optional, Tuple
+from typing import Callable, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
 
+from hybridasr.data.chunking import parse_chunking
 from hybridasr.decode.loglikes import PriorOptions, scaled_loglikes
-from hybridasr.errors import ConfigError, FormatError
+from hybridasr.errors import FormatError
 from hybridasr.models.device import DeviceOptions, resolve_device
-from hybridasr.options import Renamed, option
+from hybridasr.options import option
 
 log = logging.getLogger(__name__)
 
@@ -42,39 +43,20 @@ class ChunkOptions:
             yield max(0, start - self.chunk_overlap), min(n, end + self.chunk_overlap), start, end
 
 
-# Kaldi's --use-gpu values (the old spelling of --device)
-_USE_GPU = {"no": "cpu", "yes": "cuda", "optional": "auto", "wait": "auto"}
-
-
 def device_for(device: str) -> torch.device:
     """``--device`` as train.py has it: cpu, cuda (fails without a GPU) or auto (cuda when
     there is one)."""
     return resolve_device(device)
 
 
-def _device_of_use_gpu(value: str) -> str:
-    if value not in _USE_GPU:
-        raise ConfigError(f"--use-gpu must be no|yes|optional|wait, got {value!r}")
-    return _USE_GPU[value]
-
-
-_CHUNKS_NOTE = "--chunk-size=N --chunk-overlap=M is --chunking=N+2M:N"
-
-
 @dataclass
 class ForwardOptions(DeviceOptions):
     """The options every tool that forwards a model shares, spelled as train.py spells them
-    (``--device`` is train.py's; the old ``--use-gpu``, ``--chunk-size``, ``--chunk-overlap``
-    still work, with a warning; ``chunk_options`` reads the chunking from parsed options)."""
+    (``--device`` is train.py's; ``chunk_options`` reads the chunking from parsed options)."""
     chunking: str = option("", "size:step, as train.py's: forward windows of size frames "
                                "every step frames; each keeps its middle step outputs, the "
                                "(size-step)/2 frames either side are context (empty: whole "
                                "utterances)")
-    RENAMED: ClassVar[tuple] = (
-        Renamed("--use-gpu", "--device", convert=_device_of_use_gpu),
-        Renamed("--chunk-size", "--chunking", dest="chunk_size", type=int, note=_CHUNKS_NOTE),
-        Renamed("--chunk-overlap", "--chunking", dest="chunk_overlap", type=int,
-                note=_CHUNKS_NOTE))
 
 
 @torch.inference_mode()
@@ -141,28 +123,12 @@ def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
 
 
 def chunk_options(args) -> ChunkOptions:
-    """``--chunking=size:step`` (or the old ``--chunk-size``/``--chunk-overlap``) as
-    ``ChunkOptions``: ``step`` frames kept per window, ``(size - step) / 2`` of context."""
-    chunking = getattr(args, "chunking", "") or ""
-    old = [k for k in ("chunk_size", "chunk_overlap") if hasattr(args, k)]
-    if old:
-        if chunking:
-            raise ConfigError(f"--chunking={chunking} and its old spelling --"
-                              f"{old[0].replace('_', '-')} were both given")
-        size, overlap = getattr(args, "chunk_size", 0), getattr(args, "chunk_overlap", 0)
-        if size < 0 or overlap < 0:
-            raise ConfigError("--chunk-size and --chunk-overlap must be >= 0")
-        return ChunkOptions(size, overlap)
-    if not chunking:
+    """``--chunking=size:step`` as ``ChunkOptions``: ``step`` frames kept per window,
+    ``(size - step) / 2`` of context."""
+    pair = parse_chunking(getattr(args, "chunking", "") or "", even_context=True)
+    if pair is None:
         return ChunkOptions()
-    try:
-        size, step = (int(x) for x in chunking.split(":"))
-    except ValueError:
-        raise ConfigError(f"--chunking={chunking}: expected size:step (two integers)") \
-            from None
-    if not 1 <= step <= size or (size - step) % 2:
-        raise ConfigError(f"--chunking={chunking}: needs 1 <= step <= size and an even "
-                          f"size - step (the context is split equally between both sides)")
+    size, step = pair
     return ChunkOptions(step, (size - step) // 2)
 
 
@@ -172,7 +138,7 @@ def load_model_and_data(model_path: str, data_dir: str, device: torch.device,
     feature transform (per-speaker CMVN when the transform normalises means); with targets,
     the import's ``target_lengths`` beside ``targets_scp`` where there is one."""
     from hybridasr.data.dataset import UtteranceDataset
-    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.features.transform import FeatureTransform
     from hybridasr.models import load_model
 
     model, meta = load_model(model_path, device)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hybridasr.data.transform import IGNORE_INDEX
 from hybridasr.decode.forward import ChunkOptions, model_logits, to_input_rate
 from hybridasr.errors import FormatError
+from hybridasr.features.transform import IGNORE_INDEX
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A trained MLP and its feature transform as a Kaldi nnet1 model directory.
 
-Which step of our ``FeatureTransform`` (``hybridasr.data.transform``) becomes which Kaldi
+Which step of our ``FeatureTransform`` (``hybridasr.features.transform``) becomes which Kaldi
 step when Kaldi's ``steps/nnet/decode.sh`` (``nnet-forward``) runs the exported model:
 
 =====================================  =====================================================
@@ -182,7 +182,7 @@ def export_nnet1(model_path: str, out_dir: str, srcdir: Optional[str] = None) ->
 
     ``out_dir`` must not be the training directory: its ``final.nnet`` is the PyTorch model,
     and a ``final.nnet`` that is not nnet1 text is never overwritten."""
-    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.features.transform import FeatureTransform
     from hybridasr.models.io import load_model
 
     model, meta = load_model(model_path, "cpu")

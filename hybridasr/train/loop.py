@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 import torch
 import torch.nn.functional as F
 
-from hybridasr.data.transform import IGNORE_INDEX
+from hybridasr.features.transform import IGNORE_INDEX
 from hybridasr.train.distributed import DistInfo, ParameterAverager, all_reduce_sum
 from hybridasr.train.partial import set_rng_state
 

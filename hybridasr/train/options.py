@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from hybridasr.models.device import DeviceOptions
-from hybridasr.options import Renamed, check, from_values, option
+from hybridasr.options import check, from_values, option
 
 
 @dataclass
 class TrainConfig(DeviceOptions):
-    """The trainer's settings (``--device`` is every model-running tool's). Its ``RENAMED``
-    old ``--init-seed`` is the data options' ``--seed``: register those first."""
+    """The trainer's settings (``--device`` is every model-running tool's; one ``--seed``, a
+    data option, seeds the initialisation, batch order and dropout)."""
     optimizer: str = option("adam", "adam | sgd (with --momentum)", choices=("adam", "sgd"))
     momentum: float = option(0.9, "SGD momentum")
     weight_decay: float = option(0.0, "L2 weight decay")
@@ -45,10 +44,6 @@ class TrainConfig(DeviceOptions):
                                              "it, it becomes final.nnet (a warning) instead of "
                                              "an error (a realignment round that goes on "
                                              "training: the aligning model is then the round's)")
-    # one seed for all of training (--seed: model initialisation, batch order, dropout)
-    RENAMED: ClassVar[tuple] = (
-        Renamed("--init-seed", "--seed",
-                note="one --seed now seeds the initialisation, batch order and dropout"),)
 
     def __post_init__(self):
         check(self)  # ConfigError naming the option (choices, minimum)

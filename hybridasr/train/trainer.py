@@ -20,8 +20,8 @@ import torch
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
-from hybridasr.data.transform import FeatureTransform
 from hybridasr.errors import ConfigError, FormatError
+from hybridasr.features.transform import FeatureTransform
 from hybridasr.train import checkpoint as ckpt
 from hybridasr.train import partial
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
@@ -87,10 +87,9 @@ def cv_config(dcfg: DataConfig) -> DataConfig:
 class Trainer:
     def __init__(self, inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
                  schedule, info: Optional[DistInfo] = None, restart: bool = False):
-        from hybridasr.data.batching import check_model_fits
         from hybridasr.models.factory import model_class
 
-        check_model_fits(dcfg, model_class(mcfg["model"]), mcfg["model"])  # e.g. TBPTT: lstm
+        dcfg.strategy.check_model(model_class(mcfg["model"]), mcfg["model"])  # TBPTT: lstm
         self.inp, self.dcfg, self.mcfg, self.tcfg, self.schedule = inputs, dcfg, mcfg, tcfg, \
             schedule
         self.info = info or init_distributed(tcfg.device, tcfg.parallel)
@@ -106,12 +105,7 @@ class Trainer:
             tcfg.checkpoint_every, tcfg.checkpoint_every_batches,
             "they are made by single-process training only" if self.info.active else
             "the model carries recurrent state between batches (TBPTT)"
-            if self._carries_state() else "")
-
-    def _carries_state(self) -> bool:
-        from hybridasr.data.batching import make_strategy
-
-        return bool(make_strategy(self.dcfg).needs_stateful_model)
+            if dcfg.strategy.needs_stateful_model else "")
 
     # --- data -------------------------------------------------------------------------
     def _setup_data(self) -> None:
@@ -119,7 +113,7 @@ class Trainer:
         self.num_pdfs = read_num_pdfs(inp.ali_tr)
         if inp.ali_cv != inp.ali_tr and read_num_pdfs(inp.ali_cv) != self.num_pdfs:
             raise FormatError(f"{inp.ali_tr} and {inp.ali_cv} disagree on the number of pdfs")
-        self.transform = FeatureTransform.from_config(self.dcfg)
+        self.transform = FeatureTransform.from_options(self.dcfg.transform)
         use_cmvn = self.transform.norm_means
         # targets are checked against num_pdfs as they are read (no pass over all of them)
         self.tr = UtteranceDataset.from_data_dir(inp.data_tr, targets_scp(inp.ali_tr),

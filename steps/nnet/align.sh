@@ -13,16 +13,17 @@ nj=4
 cmd=run.pl
 nnet=                  # non-default network (default: <nnet-dir>/final.nnet)
 class_frame_counts=    # non-default pdf counts (default: <nnet-dir>/ali_train_pdf.counts)
-beam=10
-retry_beam=40
-acoustic_scale=0.1     # Kaldi's scale_opts: --transition-scale=1.0 --acoustic-scale=0.1
-transition_scale=1.0   #   --self-loop-scale=0.1
-self_loop_scale=0.1
-prior_scale=1.0
-device=cpu             # cpu|cuda|auto, where the network runs
 num_threads=1          # CPU threads per job (OMP_NUM_THREADS of forward.py): jobs run side by
                        # side, as Kaldi's; torch's default (all cores) per job was 60x slower here
-use_gpu=               # nnet1's spelling (no=cpu, yes=cuda, optional=auto): warns
+# Passed on only when given (empty: the tool's own default, see `align_mapped.py --help` and
+# `forward.py --help`):
+beam=                  # align_mapped.py: alignment beam
+retry_beam=            # align_mapped.py: beam of the second try
+acoustic_scale=        # align_mapped.py: Kaldi's scale_opts (--acoustic-scale,
+transition_scale=      #   --transition-scale, --self-loop-scale)
+self_loop_scale=
+prior_scale=           # forward.py: scale of the log-priors
+device=                # forward.py: cpu|cuda|auto, where the network runs
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -42,11 +43,14 @@ Usage: $0 [options] <data-dir> <lang-dir> <nnet-dir> <ali-dir>
 Options:
   --nj <nj>                    # number of parallel jobs (default: $nj)
   --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
-  --beam <float>               # alignment beam (default: $beam)
-  --retry-beam <float>         # beam of the second try (default: $retry_beam)
-  --device cpu|cuda|auto       # where the network runs (default: $device)
   --num-threads <n>            # CPU threads per job (default: $num_threads)
   --nnet <file>                # network (default: <nnet-dir>/final.nnet)
+ Passed on only when given (default: the tool's; align_mapped.py --help, forward.py --help):
+  --beam <float>               # alignment beam (align_mapped.py)
+  --retry-beam <float>         # beam of the second try (align_mapped.py)
+  --acoustic-scale, --transition-scale, --self-loop-scale <float>  # (align_mapped.py)
+  --prior-scale <float>        # scale of the log-priors (forward.py)
+  --device cpu|cuda|auto       # where the network runs (forward.py)
 USAGE
   exit 1
 fi
@@ -56,13 +60,6 @@ lang=$2
 srcdir=$3
 dir=$4
 
-if [ -n "$use_gpu" ]; then
-  case $use_gpu in
-    no) device=cpu ;; yes) device=cuda ;; optional|wait) device=auto ;;
-    *) echo "$0: bad --use-gpu $use_gpu (no|yes|optional)" >&2; exit 1 ;;
-  esac
-  echo "$0: warning: --use-gpu is deprecated: use --device (--use-gpu $use_gpu is --device $device)" >&2
-fi
 utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 
 [ -z "$nnet" ] && nnet=$srcdir/final.nnet
@@ -88,15 +85,25 @@ sdata=$data/split$nj
 [[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
 rm -f "$dir"/ali.*.gz "$dir"/log/align_report.*.json
 
+# the options given, as --name=value (an empty one is left to the tool)
+forward_opts=()
+for v in prior_scale device; do
+  if [ -n "${!v}" ]; then forward_opts+=("--${v//_/-}=${!v}"); fi
+done
+align_opts=()
+for v in beam retry_beam acoustic_scale transition_scale self_loop_scale; do
+  if [ -n "${!v}" ]; then align_opts+=("--${v//_/-}=${!v}"); fi
+done
+
 echo "$0: aligning $data with $nnet ($nj jobs)"
 # pipefail: a failing forward.py fails the job
 # shellcheck disable=SC2086
 if ! $cmd JOB=1:$nj "$dir/log/align.JOB.log" \
     set -o pipefail \; \
-    OMP_NUM_THREADS=$num_threads forward.py --class-frame-counts="$class_frame_counts" --prior-scale=$prior_scale \
-      --transition-model="$dir/final.mdl" --device=$device "$nnet" "$sdata/JOB" ark:- \| \
-    align_mapped.py --beam=$beam --retry-beam=$retry_beam --acoustic-scale=$acoustic_scale \
-      --transition-scale=$transition_scale --self-loop-scale=$self_loop_scale \
+    OMP_NUM_THREADS=$num_threads forward.py --class-frame-counts="$class_frame_counts" \
+      ${forward_opts[@]+"${forward_opts[@]}"} \
+      --transition-model="$dir/final.mdl" "$nnet" "$sdata/JOB" ark:- \| \
+    align_mapped.py ${align_opts[@]+"${align_opts[@]}"} \
       --report="$dir/log/align_report.JOB.json" \
       "$dir/tree" "$dir/final.mdl" "$lang" ark:- "ark:$sdata/JOB/text" \
       "ark:|gzip -c > $dir/ali.JOB.gz"; then

@@ -5,8 +5,9 @@
 # Kaldi's nnet1 does (<decode-dir>/lat.JOB.gz); otherwise they are kept in
 # <decode-dir>/loglikes.JOB.{ark,scp} and the embedded decoder reads them: the toolkit's C++
 # lattice decoder (latgen_faster_mapped.py, Kaldi's latgen-faster-mapped) writes lat.JOB.gz
-# where it is built, else decode_faster_mapped.py (Kaldi's FasterDecoder) writes the 1-best
-# hyp.JOB.tra. Then steps/score.sh writes wer_LMWT (see its --lattices).
+# where it is built; without a C++ compiler (one warning says so) or with --lattices false,
+# decode_faster_mapped.py (Kaldi's FasterDecoder) writes the 1-best hyp.JOB.tra and scoring
+# decodes again once per LM weight. Then steps/score.sh writes wer_LMWT (see its --lattices).
 
 # Begin configuration section.
 nnet=               # non-default network (default: <srcdir>/final.nnet)
@@ -20,19 +21,16 @@ decoder=auto        # auto (Kaldi's latgen-faster-mapped if on PATH) | kaldi | e
 acwt=0.10           # acoustic scale of the decoding (scoring sweeps LM weights)
 beam=13.0
 lattices=auto       # embedded decoder: auto: lattices where the toolkit's C++ lattice decoder
-                    # is built, else 1-best | true: lattices (kaldi-decoder's slower search
+                    # is built, else (with a warning) as false | true: lattices (an error
                     # without the C++ one) | false: 1-best, and scoring re-decodes per LM weight
 lattice_beam=8.0    # lattices (Kaldi's or the toolkit's C++ decoder)
 min_active=200
 max_active=7000
-max_mem=50000000    # lattice determinization memory (bytes)
-prior_scale=1.0
+max_mem=            # lattice determinization memory (bytes; empty: the decoder's, 50000000)
+prior_scale=        # scale of the log-priors (empty: forward.py's, 1.0)
 device=cpu          # cpu|cuda|auto, as steps/nnet/train.sh's
 chunking=           # size:step, as train.py's: forward windows of size frames every step
                     # frames, keeping the middle step outputs of each (empty: whole utterances)
-use_gpu=            # old spelling of --device (no=cpu, yes=cuda, optional=auto): warns
-chunk_size=         # old spelling: --chunk-size N --chunk-overlap M is --chunking N+2M:N
-chunk_overlap=
 skip_scoring=false
 scoring_opts=       # options for steps/score.sh, e.g. "--min-lmwt 4 --max-lmwt 15"
 # End configuration section.
@@ -72,22 +70,6 @@ graphdir=$1
 data=$2
 dir=$3
 
-# old spellings (one warning each, naming the new option)
-if [ -n "$use_gpu" ]; then
-  case $use_gpu in
-    no) device=cpu ;; yes) device=cuda ;; optional|wait) device=auto ;;
-    *) echo "$0: bad --use-gpu $use_gpu (no|yes|optional)" >&2; exit 1 ;;
-  esac
-  echo "$0: warning: --use-gpu is deprecated: use --device (--use-gpu $use_gpu is --device $device)" >&2
-fi
-if [ -n "$chunk_size$chunk_overlap" ]; then
-  [ -n "$chunking" ] && echo "$0: --chunking and the old --chunk-size/--chunk-overlap were both given" >&2 && exit 1
-  [[ ${chunk_size:-0} =~ ^[0-9]+$ && ${chunk_overlap:-0} =~ ^[0-9]+$ ]] || \
-    { echo "$0: --chunk-size and --chunk-overlap take integers >= 0" >&2; exit 1; }
-  if [ "${chunk_size:-0}" -gt 0 ]; then chunking=$((chunk_size + 2 * ${chunk_overlap:-0})):$chunk_size; fi
-  echo "$0: warning: --chunk-size/--chunk-overlap are deprecated: use --chunking" \
-       "(--chunk-size N --chunk-overlap M is --chunking N+2M:N${chunking:+; here --chunking $chunking})" >&2
-fi
 steps=$(cd "$(dirname "$0")/.." && pwd)
 utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 
@@ -113,20 +95,30 @@ esac
 # the embedded decoder writes lattices where the toolkit's C++ lattice decoder is built
 embedded_lattices=false
 case $lattices in
-  true) embedded_lattices=true ;;
-  false) ;;
-  auto) if "$utils/lattice_decoder_built.sh"; then embedded_lattices=true; fi ;;
+  auto|true|false) ;;
   *) echo "$0: bad --lattices $lattices (auto|true|false)" >&2; exit 1 ;;
 esac
-[ $decoder = embedded ] || embedded_lattices=false
+if [ $decoder = embedded ] && [ $lattices != false ]; then
+  if why=$("$utils/lattice_decoder_built.sh" 2>&1); then
+    embedded_lattices=true
+  elif [ $lattices = true ]; then
+    echo "$0: --lattices true: $why (use --lattices auto or false: 1-best decoding)" >&2; exit 1
+  else
+    echo "$0: warning: $why: decoding 1-best, and scoring decodes again once per LM weight (as --lattices false)" >&2
+    lattices=false  # what score.sh is told: the warning is given once
+  fi
+fi
 
 mkdir -p "$dir/log"
 sdata=$data/split$nj
 [[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
 echo $nj > "$dir/num_jobs"
 
-forward_opts=(--class-frame-counts="$class_frame_counts" --prior-scale=$prior_scale
+forward_opts=(--class-frame-counts="$class_frame_counts" ${prior_scale:+--prior-scale=$prior_scale}
               --transition-model="$model" --device=$device ${chunking:+--chunking=$chunking})
+latgen_opts=(--min-active=$min_active --max-active=$max_active ${max_mem:+--max-mem=$max_mem}
+             --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt --allow-partial=true
+             --word-symbol-table="$graphdir/words.txt")
 
 # run_jobs <what> <log (with JOB)> <command...>: $cmd JOB=1:$nj; on failure, names the failed
 # jobs' logs and shows their last error lines.
@@ -154,9 +146,7 @@ if [ $stage -le 0 ]; then
     run_jobs "decoding" "$dir/log/decode.JOB.log" \
       set -o pipefail \; \
       forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- \| \
-      latgen-faster-mapped --min-active=$min_active --max-active=$max_active --max-mem=$max_mem \
-        --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt --allow-partial=true \
-        --word-symbol-table="$graphdir/words.txt" "$model" "$graphdir/HCLG.fst" ark:- \
+      latgen-faster-mapped "${latgen_opts[@]}" "$model" "$graphdir/HCLG.fst" ark:- \
         "ark:|gzip -c > $dir/lat.JOB.gz"
   else
     rm -f "$dir"/lat.*.gz "$dir"/hyp.*.tra
@@ -165,10 +155,8 @@ if [ $stage -le 0 ]; then
         "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
     if $embedded_lattices; then
       run_jobs "decoding" "$dir/log/decode.JOB.log" \
-        latgen_faster_mapped.py --min-active=$min_active --max-active=$max_active \
-          --max-mem=$max_mem --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt \
-          --allow-partial=true --word-symbol-table="$graphdir/words.txt" "$model" \
-          "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark:|gzip -c > $dir/lat.JOB.gz"
+        latgen_faster_mapped.py "${latgen_opts[@]}" "$model" "$graphdir/HCLG.fst" \
+          "scp:$dir/loglikes.JOB.scp" "ark:|gzip -c > $dir/lat.JOB.gz"
     else
       run_jobs "decoding" "$dir/log/decode.JOB.log" \
         decode_faster_mapped.py --acoustic-scale=$acwt --beam=$beam --max-active=$max_active \

@@ -14,12 +14,13 @@ batching_config=     # e.g. conf/batching/laplace.conf
 schedule_config=     # e.g. conf/schedule/newbob.conf
 train_config=        # a config file of any train.py options (train.py --config); Kaldi's own
                      # --config <file> sets this script's variables, as in every step script
-device=cpu           # cpu|cuda|auto
+device=              # cpu|cuda|auto (empty: train.py's --device)
 nproc=1              # processes for torchrun (one per GPU); >1 needs --parallel ddp|average
-parallel=            # ddp|average (default with nproc>1: ddp)
+parallel=            # ddp|average (default with nproc>1: ddp; with 1 process: train.py's)
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --node-rank 0 --rdzv-endpoint host:29400"
 train_opts=          # more train.py options, e.g. "--learning-rate=0.0005 --max-iters=10"
-restart=false        # true: train from scratch (train.py --restart); false: resume <exp-dir>
+restart=false        # true: train from scratch (passes train.py --restart=true); false: resume
+                     # <exp-dir> (passes nothing)
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -38,7 +39,7 @@ Usage: $0 [options] <data-train> <data-cv> <lang-dir> <ali-train> <ali-cv> <exp-
 Options:
   --cmd <run.pl|queue.pl ...>            # how to run the training job (default: $cmd)
   --model-config, --batching-config, --schedule-config, --train-config <file>
-  --device cpu|cuda|auto                 # (default: $device)
+  --device cpu|cuda|auto                 # (default: train.py's)
   --nproc <n>                            # processes/GPUs via torchrun (default: $nproc)
   --parallel ddp|average                 # multi-process scheme (default: ddp when nproc>1)
   --torchrun-opts "<opts>"               # multi-node rendezvous etc., passed to torchrun
@@ -111,7 +112,8 @@ opts=()
 [ -n "$model_config" ] && opts+=(--model-config="$model_config")
 [ -n "$batching_config" ] && opts+=(--batching-config="$batching_config")
 [ -n "$schedule_config" ] && opts+=(--schedule-config="$schedule_config")
-opts+=(--device="$device" --restart="$restart")
+[ -n "$device" ] && opts+=(--device="$device")
+[ "$restart" == true ] && opts+=(--restart=true)
 if [ "$nproc" -gt 1 ] || [ -n "$torchrun_opts" ]; then
   [ -z "$parallel" ] && parallel=ddp
   opts+=(--parallel="$parallel")

@@ -8,8 +8,8 @@
 #   2  import the GMM alignments; train/cv split by speaker (by utterance when too few speakers)
 #   3  train the network
 #   4  decode data/test (Kaldi's latgen-faster-mapped when on PATH, else the embedded decoder), score;
-#      then --realign-iters rounds: align data/train with the current network
-#      (exp/<name>_ali<k>), import it, retrain (exp/<name>_re<k>), decode and score
+#      then --realign-iters rounds (steps/nnet/realign_round.sh): align data/train with the
+#      current network (exp/<name>_ali<k>), import it, retrain (exp/<name>_re<k>); decode, score
 #   5  summary: best WER next to the GMM system's, training speed, curves and logs
 set -euo pipefail
 
@@ -134,26 +134,6 @@ decode_and_score() {
   done
 }
 
-# train_on <ali-targets-dir> <exp-dir>: stage 3's training on other targets
-train_on() {  # <targets-dir> <exp-dir> [more train.py options]
-  local ali_dir=$1 d=$2 opts=$train_opts restart=false
-  if [ -n "${3:-}" ]; then opts="${opts:+$opts }$3"; fi
-  if [ -e $d/final.nnet ]; then
-    echo "$d/final.nnet exists: skipping (delete it to train again)"
-    return 0
-  fi
-  if [ -f $d/train_state.json ] && [ "$(json_get.py $d/train_state.json done)" == true ]; then
-    echo "$d/final.nnet was deleted after a finished training: training again from scratch"
-    restart=true
-  fi
-  steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
-    --restart $restart \
-    --model-config $model_config --batching-config $batching_config \
-    --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
-    ${opts:+--train-opts "$opts"} data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" \
-    $ali_dir $ali_dir $d
-}
-
 if run_stage 0; then
   banner 0 "check the Kaldi dir $kaldi_dir and copy its data dirs"
   check_kaldi_dir.py --train=$train --test=$test --lang=$lang --ali=$ali --graph=$graph \
@@ -213,7 +193,21 @@ fi
 
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
-  train_on exp/ali_train $dir
+  restart=false
+  if [ -e $dir/final.nnet ]; then
+    echo "$dir/final.nnet exists: skipping (delete it to train again)"
+  else
+    if [ -f $dir/train_state.json ] && [ "$(json_get.py $dir/train_state.json done)" == true ]; then
+      echo "$dir/final.nnet was deleted after a finished training: training again from scratch"
+      restart=true
+    fi
+    steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc \
+      ${parallel:+--parallel $parallel} --restart $restart \
+      --model-config $model_config --batching-config $batching_config \
+      --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
+      ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 \
+      "$kaldi_dir/$lang" exp/ali_train exp/ali_train $dir
+  fi
 fi
 
 if run_stage 4; then
@@ -222,30 +216,16 @@ if run_stage 4; then
   src=$dir
   for k in $(seq 1 $realign_iters); do
     banner 4 "realignment round $k of $realign_iters: align with $src, retrain into ${dir}_re$k"
-    if [ -s ${dir}_ali$k/num_jobs ] && [ ${dir}_ali$k/num_jobs -nt $src/final.nnet ]; then
-      echo "${dir}_ali$k is already aligned with $src: skipping"
-    else
-      steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device \
-        --prior-scale $realign_prior_scale $align_opts \
-        data/train "$kaldi_dir/$lang" $src ${dir}_ali$k
-    fi
-    compare_alignments.py --data-dir data/train "$kaldi_dir/$ali" ${dir}_ali$k \
-      ${dir}_ali$k/compare_gmm.json
-    if [ -s ${dir}_ali${k}_targets/targets.scp ] && \
-       [ ${dir}_ali${k}_targets/targets.scp -nt ${dir}_ali$k/num_jobs ]; then
-      echo "${dir}_ali${k}_targets is already imported: skipping"
-    else
-      steps/import_ali.sh ${dir}_ali$k data/train ${dir}_ali${k}_targets
-    fi
-    init=
-    if [ "$realign_init" == previous ]; then
-      # go on where the aligning model's training stopped, as a continued newbob training would
-      # (at the first model's starting rate every epoch overfits the new targets and is
-      # rejected); if no epoch improves on it, the aligning model is the round's model
-      init="--init-model=$src/final.nnet --keep-initial-model=true"
-      init+=" --learning-rate=$(json_get.py $src/train_state.json schedule.lr)"
-    fi
-    train_on ${dir}_ali${k}_targets ${dir}_re$k "$init${realign_train_opts:+ $realign_train_opts}"
+    # align data/train into ${dir}_ali<k>, compare with the GMM's, import, train ${dir}_re<k>
+    steps/nnet/realign_round.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
+      --device $device --init $realign_init --prior-scale $realign_prior_scale \
+      ${align_opts:+--align-opts "$align_opts"} --gmm-ali "$kaldi_dir/$ali" \
+      --nproc $nproc ${parallel:+--parallel $parallel} --model-config $model_config \
+      --batching-config $batching_config --schedule-config $schedule_config \
+      ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
+      ${train_opts:+--train-opts "$train_opts"} \
+      ${realign_train_opts:+--round-train-opts "$realign_train_opts"} \
+      data/train data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" $src ${dir}_ali$k ${dir}_re$k
     decode_and_score ${dir}_re$k
     src=${dir}_re$k
   done

@@ -3,31 +3,37 @@
 A strategy is one module: a ``BatchingStrategy`` subclass registered under its name
 (``@register_strategy("laplace")``, ``hybridasr.data.batching.registry``) that declares
 
+- how it is chosen: ``--seq-ordering=NAME``, or ``NAME:ARG`` when ``takes_arg``
+  (``laplace:8``, ``tbptt:64:20``; ``usage`` is its spelling in the help). ``--seq-ordering``
+  is the one selector;
 - its options: ``Options``, a dataclass of ``hybridasr.options.option`` fields (``--bucket-width``);
-  the command line, conf-file keys, help and ``DataConfig`` take them from there. It reads them
-  as ``self.options``; ``check_options`` checks them whether it is chosen or not;
-- how it is chosen: ``--seq-ordering=NAME`` (``NAME:ARG`` when ``takes_arg``; ``usage`` is its
-  spelling in the help), or, with ``selected_by``, by setting that option of its own
-  (``--tbptt=S:W``), ``--seq-ordering`` staying one of ``seq_orderings``;
+  the command line, conf-file keys, help and ``DataConfig`` take them from there.
+  ``DataConfig.strategy_options`` holds the chosen strategy's ``Options`` instance, which the
+  strategy reads as ``self.options``; ``check_options`` checks them whether it is chosen or
+  not (a bad value in a conf file fails at once);
 - its capabilities: ``needs_stateful_model`` (windows of an utterance come one batch after
   another and the model must carry its recurrent state, the models' ``carries_state``);
-  ``splits_utterances`` (it cuts utterances itself, so ``--chunking`` does not combine);
-  ``per_frame`` (every sequence is one frame: a recurrent model sees no context); ``notes``
-  (what common options such as ``--max-frames`` mean for it, added to their help);
+  ``splits_utterances`` (it cuts utterances itself; the others batch whole utterances, which
+  ``--chunking`` may cut into chunks first); ``per_frame`` (every sequence is one frame: a
+  recurrent model sees no context); ``notes`` (what common options such as ``--max-frames``
+  mean for it, added to their help);
 - what the loader should do: ``cached_utterances()``; plan types of its own load themselves
   (``hybridasr.data.batching.plans``).
 
-It gets the epoch's items and a random generator seeded from (seed, epoch) only, and returns
-per-rank lists of plans (``plan``; by default its ``make_batches`` dealt to the ranks). An item
-longer than ``--max-frames`` gets a batch of its own (``cut_consecutive``): any utterance the
-data dir has can be trained on; only ``--max-seq-length`` leaves utterances out.
+It is built once per run, when the ``DataConfig`` is (``config.strategy``), from its argument,
+its options, the batch limits and ``--randomizer-size``; ``setup()`` reads its argument and
+options there. It gets the epoch's items and a random generator seeded from (seed, epoch)
+only, and returns per-rank lists of plans (``plan``; by default its ``make_batches`` dealt to
+the ranks). An item longer than ``--max-frames`` gets a batch of its own (``cut_consecutive``):
+any utterance the data dir has can be trained on; only ``--max-seq-length`` leaves utterances
+out.
 """
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,13 +41,13 @@ from hybridasr.data.batching.groups import has_cut_utterances, plan_with_groups
 from hybridasr.data.batching.plans import BatchPlan, Item, Limits, by_utterance
 from hybridasr.data.batching.sharding import deal_to_ranks
 from hybridasr.errors import ConfigError
-from hybridasr.options import from_values, option_specs
+from hybridasr.options import check, from_values, option_specs
 
 log = logging.getLogger(__name__)
 
 __all__ = ["BatchingStrategy", "BatchPlan", "Item", "Limits", "NoOptions", "by_utterance",
-           "cut_consecutive", "parse_int_arg", "shuffled", "shuffled_utterances",
-           "sort_by_length"]
+           "cut_consecutive", "parse_int_arg", "parse_int_pair_arg", "shuffled",
+           "shuffled_utterances", "sort_by_length"]
 
 
 @dataclass
@@ -56,31 +62,39 @@ class BatchingStrategy(ABC):
     usage: ClassVar[str] = ""  # its --seq-ordering spelling(s) in the help; default: name
     takes_arg: ClassVar[bool] = False  # ``name:ARG`` (laplace:N, optimal_buckets:Q)
     Options: ClassVar[type] = NoOptions
-    # chosen by setting this option of its own (non-empty) instead of by --seq-ordering,
-    # which must then be one of seq_orderings
-    selected_by: ClassVar[Optional[str]] = None
-    seq_orderings: ClassVar[Tuple[str, ...]] = ()
     # capabilities
     needs_stateful_model: ClassVar[bool] = False
     splits_utterances: ClassVar[bool] = False
     per_frame: ClassVar[bool] = False
     notes: ClassVar[Dict[str, str]] = {}  # common option -> what it means for this strategy
 
-    def __init__(self, arg: Optional[str], config, limits: Limits):
+    def __init__(self, arg: Optional[str], options: Any, limits: Limits,
+                 randomizer_size: int):
         if arg and not self.takes_arg:
             raise ConfigError(f"--seq-ordering={self.name}:{arg}: {self.name} takes no argument")
-        self.arg, self.config, self.limits = arg, config, limits
-        self.options = self.options_of(config)
-        self.check_options(self.options)
+        if not isinstance(options, self.Options):
+            raise ConfigError(f"{self.describe_arg(arg)} takes {self.Options.__name__}, not "
+                              f"{type(options).__name__}")
+        check(options)  # type, choices, minimum of each
+        self.check_options(options)
+        self.arg, self.options, self.limits = arg, options, limits
+        self.randomizer_size = randomizer_size
+        self.setup()
+
+    def setup(self) -> None:
+        """Reads its argument and options (``self.arg``, ``self.options``, ``self.limits``);
+        ConfigError when they do not fit."""
 
     # --- declarations ---------------------------------------------------------------
     @classmethod
-    def options_of(cls, config):
-        """Its ``Options`` as ``config`` sets them (``config.strategy_options``), checked
-        (type, choices, minimum); the defaults where ``config`` lacks one."""
-        given = getattr(config, "strategy_options", {})
-        return from_values(cls.Options, {s.dest: given.get(s.dest, s.default)
-                                         for s in option_specs(cls.Options)})
+    def options_from(cls, values: Mapping[str, Any]):
+        """Its ``Options`` from flat values (those of its options that ``values`` has; the
+        defaults for the others), checked (type, choices, minimum, ``check_options``)."""
+        options = from_values(cls.Options, {s.dest: values[s.dest]
+                                            for s in option_specs(cls.Options)
+                                            if s.dest in values})
+        cls.check_options(options)
+        return options
 
     @classmethod
     def check_options(cls, options) -> None:
@@ -88,29 +102,22 @@ class BatchingStrategy(ABC):
         not, so a bad value in a conf file fails at once)."""
 
     @classmethod
-    def selecting_value(cls, config) -> str:
-        """The value of its ``selected_by`` option in ``config`` ("" when unset or none)."""
-        if not cls.selected_by:
-            return ""
-        return str(getattr(cls.options_of(config), cls.selected_by) or "")
+    def upgrade_saved(cls, values: Dict[str, Any]) -> None:
+        """Rewrites, in place, what an older version saved for it in a flat data config (a
+        model's ``data_config``), so that it still loads; by default nothing."""
 
     @classmethod
-    def flag(cls, dest: str) -> str:
-        """The command-line spelling of one of its options (``--bucket-width``)."""
-        return next(s.flag for s in option_specs(cls.Options) if s.dest == dest)
+    def describe_arg(cls, arg: Optional[str]) -> str:
+        return f"--seq-ordering={cls.name}" + (f":{arg}" if arg else "")
 
     # --- what the trainer and the loader ask --------------------------------------------
     def describe(self) -> str:
-        """How the user chose it, for messages (``--seq-ordering=laplace:8``, ``--tbptt=8:20``)."""
-        if self.selected_by:
-            return f"{self.flag(self.selected_by)}={self.selecting_value(self.config)}"
-        return f"--seq-ordering={self.name}" + (f":{self.arg}" if self.arg else "")
+        """How the user chose it, for messages (``--seq-ordering=laplace:8``)."""
+        return self.describe_arg(self.arg)
 
     def label(self) -> str:
         """Its name in the per-epoch figures (``laplace:8``, ``tbptt:64:20``)."""
-        if self.selected_by:
-            return f"{self.name}:{self.selecting_value(self.config)}"
-        return self.config.seq_ordering
+        return self.name + (f":{self.arg}" if self.arg else "")
 
     def cached_utterances(self) -> int:
         """Raw utterances the dataset should keep cached because their pieces come in later
@@ -144,7 +151,7 @@ class BatchingStrategy(ABC):
         several items (chunks, split pieces) are batched in groups that read each once
         (``hybridasr.data.batching.groups``)."""
         if has_cut_utterances(items):
-            return plan_with_groups(self, items, rng, world_size, self.config.randomizer_size)
+            return plan_with_groups(self, items, rng, world_size, self.randomizer_size)
         return deal_to_ranks(self.make_batches(items, rng), world_size)
 
 
@@ -197,3 +204,16 @@ def parse_int_arg(name: str, arg: Optional[str], default: Optional[int] = None,
     if v < 1:
         raise ConfigError(f"--seq-ordering={name}:{arg}: {what} must be >= 1")
     return v
+
+
+def parse_int_pair_arg(name: str, arg: Optional[str], what: str) -> Tuple[int, int]:
+    """``A:B`` of ``--seq-ordering=name:A:B``, both integers >= 1 (``what``: ``S:W``)."""
+    try:
+        a, b = (int(x) for x in (arg or "").split(":"))
+    except ValueError:
+        raise ConfigError(f"--seq-ordering={name}{':' + arg if arg else ''}: expected "
+                          f"{name}:{what} (two integers)") from None
+    if a < 1 or b < 1:
+        raise ConfigError(f"--seq-ordering={name}:{arg}: both numbers of {name}:{what} must "
+                          f"be >= 1")
+    return a, b

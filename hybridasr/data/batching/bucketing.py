@@ -65,8 +65,7 @@ class BucketingOptions:
 class Bucketing(BatchingStrategy):
     Options = BucketingOptions
 
-    def __init__(self, arg, config, limits):
-        super().__init__(arg, config, limits)
+    def setup(self):
         self.boundaries = parse_boundaries(self.options.bucket_boundaries)
         if not self.boundaries and not self.options.bucket_width:
             raise ConfigError("--seq-ordering=bucketing needs --bucket-boundaries=b1,b2,... "

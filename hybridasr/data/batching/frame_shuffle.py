@@ -127,14 +127,13 @@ class FrameShuffle(BatchingStrategy):
     notes = {"max_frames": "the minibatch size (frames)",
              "randomizer_size": "frames per randomizer buffer, whose frames are shuffled"}
 
-    def __init__(self, arg, config, limits):
-        super().__init__(arg, config, limits)
-        sizes = [x for x in (limits.max_frames, limits.max_seqs) if x]
+    def setup(self):
+        sizes = [x for x in (self.limits.max_frames, self.limits.max_seqs) if x]
         if not sizes:
             raise ConfigError("--seq-ordering=frame_shuffle needs --max-frames (the "
                               "minibatch size in frames)")
         self.minibatch = min(sizes)
-        self.buffer_frames = config.randomizer_size
+        self.buffer_frames = self.randomizer_size
 
     def make_batches(self, items: List[Item], rng: np.random.Generator):
         buffers, cur, frames = [], [], 0

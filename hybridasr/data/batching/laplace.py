@@ -21,8 +21,8 @@ class AlternatedSorting(BatchingStrategy):
     takes_arg = True
     usage = "laplace:N | laplace:.K"
 
-    def __init__(self, arg, config, limits):
-        super().__init__(arg, config, limits)
+    def setup(self):
+        arg = self.arg
         if arg and arg.startswith("."):
             self.seqs_per_bin, self.bins = parse_int_arg("laplace", arg[1:], what=".K"), None
         else:

@@ -57,9 +57,8 @@ class OptimalBuckets(BatchingStrategy):
     usage = "optimal_buckets:Q"
     Options = OptimalBucketsOptions
 
-    def __init__(self, arg, config, limits):
-        super().__init__(arg, config, limits)
-        self.num_buckets = parse_int_arg("optimal_buckets", arg, default=4, what="Q")
+    def setup(self):
+        self.num_buckets = parse_int_arg("optimal_buckets", self.arg, default=4, what="Q")
 
     def make_batches(self, items: List[Item], rng: np.random.Generator) -> List[BatchPlan]:
         ends = optimal_bucket_ends([it.length for it in items], self.num_buckets)

@@ -4,22 +4,22 @@
 package are imported with it (so a new module needs no other edit), and a strategy defined
 anywhere else (a plugin, a test) registers the same way. Everything else is read from the
 strategies' declarations (``hybridasr.data.batching.base``): the option list and help
-(``strategy_option_specs``), the ``--seq-ordering`` spellings, the choice (``make_strategy``).
+(``strategy_option_specs``), the ``--seq-ordering`` spellings, the chosen strategy's options
+(``chosen_options``). ``make_strategy`` builds the strategy; ``DataConfig`` calls it, once, and
+holds what it returns (``config.strategy``).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from hybridasr.data.batching.base import BatchingStrategy
 from hybridasr.data.batching.plans import Limits
 from hybridasr.errors import ConfigError
 from hybridasr.options import OptionSpec, option_specs
 
-# every registered strategy, by name, in registration order
+# every registered strategy, by name (--seq-ordering=NAME[:ARG]), in registration order
 REGISTERED: Dict[str, type] = {}
-# those chosen by --seq-ordering=NAME (the others are chosen by an option of their own)
-STRATEGIES: Dict[str, type] = {}
 
 
 def register_strategy(name: str) -> Callable[[type], type]:
@@ -32,9 +32,6 @@ def register_strategy(name: str) -> Callable[[type], type]:
             raise ValueError(f"batching strategy {name!r} is registered twice "
                              f"({old.__module__}.{old.__qualname__}, "
                              f"{cls.__module__}.{cls.__qualname__})")
-        if cls.selected_by and cls.selected_by not in {s.dest for s in option_specs(cls.Options)}:
-            raise ValueError(f"{cls.__qualname__}.selected_by={cls.selected_by!r} is not one of "
-                             f"its options")
         cls.name = name
         REGISTERED[name] = cls
         try:
@@ -42,8 +39,6 @@ def register_strategy(name: str) -> Callable[[type], type]:
         except ValueError:
             REGISTERED.pop(name) if old is None else REGISTERED.update({name: old})
             raise
-        if not cls.selected_by:
-            STRATEGIES[name] = cls
         return cls
     return deco
 
@@ -51,7 +46,6 @@ def register_strategy(name: str) -> Callable[[type], type]:
 def unregister_strategy(name: str) -> None:
     """Forgets strategy ``name`` (a plugin or test strategy going away)."""
     REGISTERED.pop(name, None)
-    STRATEGIES.pop(name, None)
 
 
 def _shared_specs() -> Dict[str, Tuple[OptionSpec, List[str]]]:
@@ -69,24 +63,21 @@ def _shared_specs() -> Dict[str, Tuple[OptionSpec, List[str]]]:
 
 def strategy_option_specs(with_help: bool = False) -> List[OptionSpec]:
     """The options of every registered strategy, each once. ``with_help``: each help starts
-    with the strategies that use it (``bucketing/optimal_buckets: ...``), except an option
-    that chooses its strategy."""
+    with the strategies that use it (``bucketing/optimal_buckets: ...``)."""
     out = []
     for s, users in _shared_specs().values():
-        chooses = any(REGISTERED[u].selected_by == s.dest for u in users)
-        if with_help and not chooses:
+        if with_help:
             s = dataclasses.replace(s, help=f"{'/'.join(users)}: {s.help}")
         out.append(s)
     return out
 
 
 def seq_ordering_help() -> str:
-    """The ``--seq-ordering`` spellings of the strategies, and the options that choose the
-    others instead."""
-    usage = " | ".join(cls.usage or cls.name for cls in STRATEGIES.values())
-    chosen = [f"{cls.flag(cls.selected_by)} chooses {cls.name} (with --seq-ordering="
-              f"{'|'.join(cls.seq_orderings)})" for cls in REGISTERED.values() if cls.selected_by]
-    return usage + "".join(f"; {c}" for c in chosen)
+    """The ``--seq-ordering`` spellings of the strategies, and which ones ``--chunking``
+    modifies."""
+    usage = " | ".join(cls.usage or cls.name for cls in REGISTERED.values())
+    whole = [name for name, cls in REGISTERED.items() if not cls.splits_utterances]
+    return f"{usage} (--chunking cuts the utterances of {', '.join(whole)} into chunks)"
 
 
 def common_option_notes(dest: str) -> str:
@@ -95,35 +86,35 @@ def common_option_notes(dest: str) -> str:
                      if dest in cls.notes)
 
 
-def limits_of(config) -> Limits:
-    return Limits(max_frames=config.max_frames, max_seqs=config.max_seqs)
+def strategy_class(seq_ordering: str) -> Tuple[type, Optional[str]]:
+    """The class ``--seq-ordering=NAME[:ARG]`` names, and ARG (None when absent)."""
+    name, _, arg = seq_ordering.partition(":")
+    if name not in REGISTERED:
+        raise ConfigError(f"unknown --seq-ordering={seq_ordering!r}; known: "
+                          f"{', '.join(sorted(REGISTERED))} (with :ARG where they take one)")
+    return REGISTERED[name], arg or None
 
 
-def make_strategy(config) -> BatchingStrategy:
-    """The strategy a ``DataConfig`` asks for (``laplace:8`` -> AlternatedSorting(8)); every
-    registered strategy's options are checked on the way, chosen or not."""
+def upgrade_saved(values: Dict[str, Any]) -> Dict[str, Any]:
+    """A flat data config saved by an older version, as every strategy reads it now
+    (``BatchingStrategy.upgrade_saved``)."""
     for cls in REGISTERED.values():
-        cls.check_options(cls.options_of(config))
-    name, _, arg = config.seq_ordering.partition(":")
-    chosen = [cls for cls in REGISTERED.values() if cls.selecting_value(config)]
-    if len(chosen) > 1:
-        raise ConfigError(" and ".join(f"{c.flag(c.selected_by)}" for c in chosen) +
-                          " exclude each other")
-    if chosen:
-        cls = chosen[0]
-        if config.seq_ordering not in cls.seq_orderings:
-            what = f"{cls.flag(cls.selected_by)}={cls.selecting_value(config)}"
-            raise ConfigError(f"{what} orders the utterances itself "
-                              f"(--seq-ordering={'|'.join(cls.seq_orderings)}); drop "
-                              f"--seq-ordering={config.seq_ordering}")
-        return cls(None, config, limits_of(config))
-    if name not in STRATEGIES:
-        raise ConfigError(f"unknown --seq-ordering={config.seq_ordering!r}; known: "
-                          f"{', '.join(sorted(STRATEGIES))} (with :N where they take one)")
-    return STRATEGIES[name](arg or None, config, limits_of(config))
+        cls.upgrade_saved(values)
+    return values
 
 
-def check_model_fits(config, model_class: type, model_name: str) -> None:
-    """ConfigError when the strategy of ``config`` needs what ``model_class`` lacks (its
-    ``carries_state``, ``recurrent``); a warning when it runs to no purpose."""
-    make_strategy(config).check_model(model_class, model_name)
+def chosen_options(seq_ordering: str, values: Mapping[str, Any]):
+    """The ``Options`` of the strategy ``seq_ordering`` names, from flat values (command line,
+    conf files, a saved dict); every registered strategy's values are checked on the way,
+    chosen or not, and those of the others are not kept."""
+    for cls in REGISTERED.values():
+        cls.options_from(values)
+    return strategy_class(seq_ordering)[0].options_from(values)
+
+
+def make_strategy(seq_ordering: str, options: Any, limits: Limits,
+                  randomizer_size: int) -> BatchingStrategy:
+    """The strategy ``--seq-ordering`` names (``laplace:8`` -> AlternatedSorting, bins 8),
+    with its ``Options`` (None: the defaults)."""
+    cls, arg = strategy_class(seq_ordering)
+    return cls(arg, cls.Options() if options is None else options, limits, randomizer_size)

@@ -1,10 +1,10 @@
 """Truncated BPTT over a fixed set of streams (Kaldi nnet1 multistream; Variani et al.).
 
-``--tbptt=S:W``: S streams per batch, windows of W frames. Utterances, shuffled, go one after
-another into the stream that has the least work so far (what nnet1 does when a stream runs dry,
-and it keeps streams balanced); batch b holds window b of every stream. ``reset[s]`` is True
-where stream s starts an utterance (the trainer zeroes that stream's state), so state is
-carried only inside an utterance. With R ranks, R x S streams are filled together and rank r
+``--seq-ordering=tbptt:S:W``: S streams per batch, windows of W frames. Utterances, shuffled, go
+one after another into the stream that has the least work so far (what nnet1 does when a stream
+runs dry, and it keeps streams balanced); batch b holds window b of every stream. ``reset[s]``
+is True where stream s starts an utterance (the trainer zeroes that stream's state), so state
+is carried only inside an utterance. With R ranks, R x S streams are filled together and rank r
 takes streams r*S .. r*S+S-1; every rank gets as many batches as the busiest stream has
 windows, idle streams being ``None`` (length 0, reset). The pieces of a split utterance
 (``--max-seq-length-mode=split``) follow each other in one stream, state carried across.
@@ -14,40 +14,26 @@ It needs a model that carries its recurrent state (``--model=lstm``); any other 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 import numpy as np
 
 from hybridasr.data.batching.base import (BatchingStrategy, BatchPlan, Item, by_utterance,
-                                          shuffled_utterances)
+                                          parse_int_pair_arg, shuffled_utterances)
 from hybridasr.data.batching.registry import register_strategy
 from hybridasr.errors import ConfigError
-from hybridasr.options import option, parse_int_pair
-
-
-def streams_window(text: str) -> Tuple[int, int]:
-    """``S:W`` of ``--tbptt``."""
-    return parse_int_pair(text, "--tbptt", "streams:window")
-
-
-@dataclass
-class TbpttOptions:
-    tbptt: str = option("", "streams:window: truncated BPTT, state carried between windows")
 
 
 @register_strategy("tbptt")
 class TruncatedBptt(BatchingStrategy):
-    Options = TbpttOptions
-    selected_by = "tbptt"  # --tbptt=S:W chooses it
-    seq_orderings = ("random",)  # it fills the streams in random order
+    takes_arg = True
+    usage = "tbptt:S:W (S streams, W-frame windows)"
     needs_stateful_model = True
     splits_utterances = True  # into windows
 
-    def __init__(self, arg, config, limits):
-        super().__init__(arg, config, limits)
-        self.streams, self.window = streams_window(self.options.tbptt)
-        what = f"--tbptt={self.options.tbptt}"
+    def setup(self):
+        self.streams, self.window = parse_int_pair_arg("tbptt", self.arg, "S:W")
+        what, limits = self.describe(), self.limits
         if limits.max_seqs and self.streams > limits.max_seqs:
             raise ConfigError(f"{what}: {self.streams} streams exceed "
                               f"--max-seqs={limits.max_seqs}")
@@ -56,9 +42,10 @@ class TruncatedBptt(BatchingStrategy):
                               f"exceed --max-frames={limits.max_frames}")
 
     @classmethod
-    def check_options(cls, options) -> None:
-        if options.tbptt:
-            streams_window(options.tbptt)
+    def upgrade_saved(cls, values):
+        value = values.pop("tbptt", None)  # saved when --tbptt=S:W chose it (empty: not)
+        if value:
+            values["seq_ordering"] = f"tbptt:{value}"
 
     def cached_utterances(self) -> int:
         return 2 * self.streams  # the windows of an utterance come in a row

@@ -4,7 +4,8 @@ shared library loaded with ctypes: no headers but the C++ standard library, abou
 build. ``install.sh`` builds it; otherwise the first use does (into this directory, or
 ``$XDG_CACHE_HOME/hybridasr`` when that is read-only). The library's name carries a hash of
 the source, so an edited source is rebuilt and an old library is never loaded. Without a
-compiler ``load()`` returns None and the callers fall back (saying so)."""
+compiler ``load()`` returns None (``unavailable_reason()`` says why): there are no embedded
+lattices then, and decoding is 1-best (docs/decoding.md, "Without a C++ compiler")."""
 from __future__ import annotations
 
 import ctypes
@@ -24,6 +25,7 @@ SOURCES = (Path(__file__).with_name("lattice_faster.cc"),
 CXXFLAGS = ["-O2", "-std=c++17", "-shared", "-fPIC"]
 _LIB: Optional[ctypes.CDLL] = None
 _TRIED = False
+_REASON = ""  # why load() returned None
 
 
 def _library_name() -> str:
@@ -106,13 +108,21 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
-def load() -> Optional[ctypes.CDLL]:
-    """The library (built on first use), or None when it cannot be built (logged once)."""
-    global _LIB, _TRIED
+def load(quiet: bool = False) -> Optional[ctypes.CDLL]:
+    """The library (built on first use), or None when it cannot be built (logged once, unless
+    ``quiet``; ``unavailable_reason()`` says why)."""
+    global _LIB, _TRIED, _REASON
     if _LIB is None and not _TRIED:
         _TRIED = True
         try:
             _LIB = _declare(ctypes.CDLL(str(build())))
         except (RuntimeError, OSError) as e:
-            log.warning("the C++ lattice decoder is not available (%s)", e)
+            _REASON = str(e)
+            if not quiet:
+                log.warning("the toolkit's C++ lattice decoder cannot be built (%s)", e)
     return _LIB
+
+
+def unavailable_reason() -> str:
+    """Why ``load()`` returned None ("" when it has not, or has not been called)."""
+    return _REASON

@@ -1,6 +1,5 @@
-// Pruned lattice determinization for hybridasr: the C++ twin of
-// hybridasr/decode/determinize.py's prune_lattice + _determinize (same algorithm, same results;
-// the Python stays as the reference and for lattices read from archives). Input: a lattice
+// Pruned lattice determinization for hybridasr, its one determinizer (driven by
+// hybridasr/decode/determinize_native.py: phones first, then words). Input: a lattice
 // whose arcs carry a label (0: none), a graph and an acoustic cost and a string of
 // transition-ids; finals with costs and strings. Output: the lattice determinized on the
 // labels, each label sequence once with its best (total, then graph) cost and alignment, made
@@ -36,23 +35,30 @@ struct VecHash {
 };
 
 // transition-id strings as the nodes of a trie (a node is its parent string plus one tid):
-// one node per distinct prefix, appending is a hash look-up, equal strings are equal ids
+// one node per distinct prefix, appending is a hash look-up, equal strings are equal ids.
+// The (parent, tid) -> node table is open addressing (linear probing, at most half full):
+// appending is most of the determinization's work.
 class Strings {
  public:
   Strings() {
     parent_.push_back(-1);
     tid_.push_back(0);
     len_.push_back(0);
+    Rehash(1 << 12);
   }
   int32_t Append(int32_t node, int64_t tid) {
-    const uint64_t key = (static_cast<uint64_t>(node) << 32) ^ static_cast<uint32_t>(tid);
-    auto it = child_.find(key);
-    if (it != child_.end()) return it->second;
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) |
+                         static_cast<uint32_t>(tid);
+    size_t i = Slot(key);
+    for (; keys_[i] != kEmpty; i = (i + 1) & mask_)
+      if (keys_[i] == key) return vals_[i];
     const int32_t id = static_cast<int32_t>(parent_.size());
     parent_.push_back(node);
     tid_.push_back(static_cast<int32_t>(tid));
     len_.push_back(len_[node] + 1);
-    child_.emplace(key, id);
+    keys_[i] = key;
+    vals_[i] = id;
+    if (2 * parent_.size() > keys_.size()) Rehash(2 * keys_.size());
     return id;
   }
   template <typename It>
@@ -79,8 +85,32 @@ class Strings {
   }
 
  private:
+  static constexpr uint64_t kEmpty = ~0ULL;
+  size_t Slot(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_);
+  }
+  void Rehash(size_t capacity) {  // a power of two
+    std::vector<uint64_t> keys(capacity, kEmpty);
+    std::vector<int32_t> vals(capacity, 0);
+    keys_.swap(keys);
+    vals_.swap(vals);
+    mask_ = capacity - 1;
+    shift_ = 64;
+    for (size_t c = capacity; c > 1; c >>= 1) shift_--;
+    for (size_t j = 0; j < keys.size(); j++) {
+      if (keys[j] == kEmpty) continue;
+      size_t i = Slot(keys[j]);
+      while (keys_[i] != kEmpty) i = (i + 1) & mask_;
+      keys_[i] = keys[j];
+      vals_[i] = vals[j];
+    }
+  }
+
   std::vector<int32_t> parent_, tid_, len_;
-  std::unordered_map<uint64_t, int32_t> child_;
+  std::vector<uint64_t> keys_;
+  std::vector<int32_t> vals_;
+  size_t mask_ = 0;
+  int shift_ = 64;
 };
 
 struct Arc {
@@ -461,10 +491,10 @@ struct Result {
 
 extern "C" {
 
-// Determinizes (prune_first: prunes to `beam` first) the lattice given as arrays; arcs
-// src/dst/label/graph/ac with strings tids[str_off[i] : str_off[i] + str_len[i]]; finals per
-// state (final_graph inf: not final) with strings the same way. rc: 0 ok, 3 too many states,
-// 4 a cycle. The result stays in *out until hasr_det_free.
+// Prunes to `prune_beam`, then determinizes within `beam` (beam < 0: prunes only) the lattice
+// given as arrays; arcs src/dst/label/graph/ac with strings tids[str_off[i] : str_off[i] +
+// str_len[i]]; finals per state (final_graph inf: not final) with strings the same way. rc: 0
+// ok, 3 too many states, 4 a cycle. The result stays in *out until hasr_det_free.
 int hasr_det_run(int32_t num_states, int32_t start, int64_t num_arcs, const int32_t *src,
                  const int32_t *dst, const int32_t *label, const double *graph,
                  const double *ac, const int64_t *str_off, const int32_t *str_len,
@@ -491,6 +521,10 @@ int hasr_det_run(int32_t num_states, int32_t start, int64_t num_arcs, const int3
   bool cycle = false;
   Lattice pruned = Prune(in, prune_beam, &cycle);
   if (cycle) return 4;
+  if (beam < 0) {
+    res->lat = std::move(pruned);
+    return 0;
+  }
   Determinizer det(pruned, &res->strings, beam, max_states);
   return det.Run(&res->lat);
 }

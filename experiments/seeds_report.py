@@ -1,4 +1,4 @@
-"""``docs/results.md`` of ``bench/seeds.py``: a table, a plot and generated sentences per
+"""``docs/results.md`` of ``experiments/seeds.py``: a table, a plot and generated sentences per
 experiment, each next to the paper's figure it echoes.
 
 The papers' lines are quoted from ``../shared/SEEDS.md`` as the run finds them; the papers'
@@ -53,7 +53,8 @@ def seeds_quote(seeds_md: str, prefix: str, values: dict) -> str:
                 for v in metric.values():
                     if f"{v:g}" not in text and f"{v:.1f}" not in text:
                         raise SystemExit(f"{seeds_md}: the line {prefix!r} no longer holds the "
-                                         f"figure {v} that bench/seeds_report.py compares with")
+                                         f"figure {v} that experiments/seeds_report.py compares "
+                                         "with")
             return text[2:]
     raise SystemExit(f"{seeds_md}: no line starting with {prefix!r}")
 

@@ -1,7 +1,8 @@
-"""bench/seeds.py --smoke on the real kaldi_polish: the five experiments run as real trainings
-(1 epoch, 2 configurations each, a few utterances, a tiny model) and docs/results.md's tables
-parse: the columns of each experiment, one row per configuration, finite numbers; the plots
-exist; the JSON lines name every run; a second run reads the finished runs back."""
+"""python -m experiments.seeds --smoke on the real kaldi_polish: the five experiments run as
+real trainings (1 epoch, 2 configurations each, a few utterances, a tiny model) and
+docs/results.md's tables parse: the columns of each experiment, one row per configuration,
+finite numbers; the plots exist; the JSON lines name every run; a second run reads the
+finished runs back."""
 from __future__ import annotations
 
 import json
@@ -46,10 +47,10 @@ def tables(md: str) -> dict:
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory, kaldi_polish, repo_dir):
     d = tmp_path_factory.mktemp("seeds")
-    cmd = [sys.executable, str(repo_dir / "bench/seeds.py"), "--smoke",
+    cmd = [sys.executable, "-m", "experiments.seeds", "--smoke",
            f"--kaldi-dir={kaldi_polish}", f"--work-dir={d / 'work'}",
            f"--out={d / 'docs' / 'results.md'}"]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=repo_dir)
     assert res.returncode == 0, res.stderr[-3000:]
     return d, cmd, res
 
@@ -57,7 +58,7 @@ def smoke(tmp_path_factory, kaldi_polish, repo_dir):
 def test_smoke_tables_parse(smoke):
     d, _, res = smoke
     md = (d / "docs" / "results.md").read_text(encoding="utf-8")
-    assert "- machine: " in md and "bench/seeds.py --smoke" in md
+    assert "- machine: " in md and "python -m experiments.seeds --smoke" in md
     got = tables(md)
     assert sorted(got) == [1, 2, 3, 4, 5]
     for n, (header, rows, sec) in got.items():
@@ -82,7 +83,7 @@ def test_smoke_tables_parse(smoke):
         assert 0 <= float(r[2]) < 100
 
 
-def test_smoke_json_lines_and_reuse(smoke):
+def test_smoke_json_lines_and_reuse(smoke, repo_dir):
     d, cmd, res = smoke
     recs = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
     assert [(r["experiment"], r["configuration"]) for r in recs] == \
@@ -96,7 +97,7 @@ def test_smoke_json_lines_and_reuse(smoke):
     assert by[1, "laplace:8"]["run_dir"] == by[4, "1 process"]["run_dir"]
     assert by[4, "2 processes, K=1"]["processes"] == 2
     # again: every run is read back (same figures), only the report is written anew
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=repo_dir)
     assert again.returncode == 0, again.stderr[-3000:]
     recs2 = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
     assert [r["train_seconds"] for r in recs2] == [r["train_seconds"] for r in recs]

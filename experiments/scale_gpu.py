@@ -1,4 +1,4 @@
-"""The GPU section of ``bench/scale.py`` (stage ``gpu``): does the toolkit keep a GPU busy?
+"""The GPU section of ``experiments/scale.py`` (stage ``gpu``): does the toolkit keep a GPU busy?
 
 On the corpus of the size being run (its first ``--gpu-utts`` utterances), one whole epoch:
 
@@ -15,6 +15,9 @@ On the corpus of the size being run (its first ``--gpu-utts`` utterances), one w
 ``<dtype>`` is fp32, and bf16 (``torch.autocast``) where the device supports it. Real (not
 padded) frames per second, peak device memory (``torch.cuda.max_memory_allocated``). Without
 CUDA the stage prints nothing (``--gpu-device cpu`` runs it on the CPU, for the smoke test).
+
+The GPU section alone, from the repository root (the corpus is generated and imported first):
+``python -m experiments.scale --sizes 10000 --stages import,gpu``.
 """
 from __future__ import annotations
 
@@ -74,7 +77,7 @@ def _bare_epoch(batches, a, dim, num_pdfs, device, amp: bool) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from hybridasr.data.transform import IGNORE_INDEX
+    from hybridasr.features.transform import IGNORE_INDEX
 
     torch.manual_seed(a.seed)
     model = BareBlstm(dim, num_pdfs, a.gpu_layers, a.gpu_hidden, device)
@@ -132,7 +135,6 @@ def gpu_rows(d: str, a, dataset) -> list:
     """The stage's rows (empty without CUDA unless ``--gpu-device cpu``)."""
     import torch
 
-    from hybridasr.data.config import DataConfig
     from hybridasr.data.loader import make_batch_iterator
 
     if a.gpu_device == "cuda" and not torch.cuda.is_available():

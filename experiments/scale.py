@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """LVCSR scale: seconds and peak RSS of every stage at growing corpus sizes (issue 15).
 
 For each size a synthetic corpus shaped like an LVCSR one is written with the toolkit's own
@@ -35,7 +34,7 @@ so that its peak RSS belongs to it and to this size:
   phone-loop graph over the model's context variants built with kaldifst (words = phones).
   The network is untrained: this times the search, its output means nothing;
 - ``gpu`` (with CUDA): our whole training epoch against a bare cuDNN loop on the same batches
-  (fp32, bf16) and the loader's frames/s with a GPU machine's workers: ``bench/scale_gpu.py``.
+  (fp32, bf16) and the loader's frames/s with a GPU machine's workers: ``scale_gpu``.
 
 One JSON line per (size, stage): ``seconds``, ``peak_rss_mb`` (the stage process's
 ``ru_maxrss``; ``peak_rss_children_mb`` with workers), and, from the second size on,
@@ -45,8 +44,10 @@ size, scaled linearly. forward and decode handle a fixed number of utterances (t
 should be ~0). Generation time is reported as stage ``generate`` (not part of the toolkit).
 ``--write-doc docs/performance.md`` writes a markdown table of the run, naming the machine.
 
-Usage: bench/scale.py [--sizes 1000,3000,10000] [--pdfs 4000] [--work-dir DIR --keep]
-e.g.: bench/scale.py --sizes 1000,10000,100000 --write-doc docs/performance.md
+Usage (from the repository root):
+       python -m experiments.scale [--sizes 1000,3000,10000] [--pdfs 4000] [--work-dir DIR --keep]
+e.g.: python -m experiments.scale --sizes 1000,10000,100000 --write-doc docs/performance.md
+      python -m experiments.scale --sizes 10000 --stages import,gpu   # the GPU section alone
 """
 from __future__ import annotations
 
@@ -61,10 +62,11 @@ import sys
 import tempfile
 import time
 
+from experiments.scale_corpus import generate, make_transition_model, phone_loop_graph
+from experiments.scale_gpu import add_arguments as add_gpu_arguments, gpu_rows
+from experiments.scale_report import write_doc
 
-from scale_corpus import generate, make_transition_model, phone_loop_graph  # bench/
-from scale_gpu import add_arguments as add_gpu_arguments, gpu_rows
-from scale_report import write_doc
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 STAGES = ("import", "first_batch", "plan", "loader_w0", "loader_w2", "train", "forward",
           "decode", "gpu")
@@ -73,7 +75,7 @@ STRATEGIES = [
     ("random", {}), ("sorted", {}), ("sorted_reverse", {}),
     ("bucketing", {"bucket_width": 250}), ("laplace:8", {}), ("optimal_buckets:6", {}),
     ("random chunking=500:250", {"seq_ordering": "random", "chunking": "500:250"}),
-    ("tbptt=64:20", {"seq_ordering": "random", "tbptt": "64:20", "max_frames": 0}),
+    ("tbptt=64:20", {"seq_ordering": "tbptt:64:20", "max_frames": 0}),
     ("frame_shuffle", {"max_frames": 256}),
 ]
 
@@ -101,12 +103,12 @@ def _paths(d):
 def _dataset(d, **kw):
     from hybridasr.data.config import DataConfig
     from hybridasr.data.dataset import UtteranceDataset
-    from hybridasr.data.transform import FeatureTransform
+    from hybridasr.features.transform import FeatureTransform
 
     data, _, imp = _paths(d)
-    cfg = DataConfig(**kw)
+    cfg = DataConfig.from_dict(kw)
     ds = UtteranceDataset.from_data_dir(data, os.path.join(imp, "targets.scp"),
-                                        transform=FeatureTransform.from_config(cfg),
+                                        transform=FeatureTransform.from_options(cfg.transform),
                                         use_cmvn=False,
                                         target_lengths=os.path.join(imp, "target_lengths"))
     return ds, cfg
@@ -131,8 +133,8 @@ def _train_stage(d, a) -> dict:
     make_optimizer(torch.nn.Linear(1, 1), TrainConfig(device="cpu"), 1e-3)  # imports dynamo
     t0 = time.perf_counter()
     t_import = t0 - t_import
-    dcfg = DataConfig(seq_ordering="laplace:8", max_frames=a.max_frames, num_workers=2,
-                      seed=a.seed, norm_means=False)
+    dcfg = DataConfig.from_dict(dict(seq_ordering="laplace:8", max_frames=a.max_frames,
+                                     num_workers=2, seed=a.seed, norm_means=False))
     mcfg = {"model": "mlp", "num_layers": 2, "hidden_size": 256, "activation": "relu"}
     inputs = TrainInputs(data, os.path.join(data, "test"), imp, imp, os.path.join(d, "exp"))
     trainer = Trainer(inputs, dcfg, mcfg, TrainConfig(device="cpu"), schedule=None)
@@ -185,9 +187,10 @@ def run_stage(stage: str, d: str, a) -> list:
         for label, extra in STRATEGIES:
             kw = {"seq_ordering": label.split()[0], "max_frames": a.max_frames, "seed": a.seed}
             kw.update(extra)
-            cfg = DataConfig(**kw)
-            if not cfg.tbptt and not cfg.chunking and cfg.seq_ordering != "frame_shuffle":
-                cfg.max_seq_length, cfg.max_seq_length_mode = a.max_frames, "split"
+            if "chunking" not in kw and kw["seq_ordering"].split(":")[0] not in (
+                    "tbptt", "frame_shuffle"):
+                kw.update(max_seq_length=a.max_frames, max_seq_length_mode="split")
+            cfg = DataConfig.from_dict(kw)
             secs = float("inf")
             for _ in range(a.plan_repeats):  # the best of a few: these take under a second
                 t0 = time.perf_counter()
@@ -212,7 +215,7 @@ def run_stage(stage: str, d: str, a) -> list:
                     "frames_per_second": round(frames / secs)})
     elif stage == "train":
         out.append(_train_stage(d, a))
-    elif stage == "gpu":  # nothing without CUDA (see bench/scale_gpu.py)
+    elif stage == "gpu":  # nothing without CUDA (see experiments/scale_gpu.py)
         out.extend(gpu_rows(d, a, _dataset))
     elif stage == "forward":
         import torch
@@ -266,8 +269,10 @@ def run_stage(stage: str, d: str, a) -> list:
 
 
 def _stage_in_subprocess(stage: str, d: str, argv: list) -> list:
-    cmd = [sys.executable, os.path.abspath(__file__), "--run-stage", stage, "--corpus", d] + argv
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    # this module again, in a fresh process, from the checkout whose package it is
+    cmd = [sys.executable, "-m", "experiments.scale", "--run-stage", stage,
+           "--corpus", os.path.abspath(d)] + argv
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO)
     if p.returncode:
         raise SystemExit(f"stage {stage} failed (exit {p.returncode}): {' '.join(cmd)}")
     return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
@@ -276,7 +281,8 @@ def _stage_in_subprocess(stage: str, d: str, argv: list) -> list:
 # ---------------------------------------------------------------- the report
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.scale",
+                                description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="1000,3000,10000", help="comma list of utterance counts")
     p.add_argument("--stages", default=",".join(STAGES), help="comma list of " + ", ".join(STAGES))
     p.add_argument("--pdfs", type=int, default=4000)
@@ -354,7 +360,8 @@ def main(argv=None) -> int:
         if not a.keep and not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
     if a.write_doc:
-        write_doc(a.write_doc, results, "bench/scale.py " + " ".join(argv), sizes)
+        write_doc(a.write_doc, results, "python -m experiments.scale " + " ".join(argv),
+                  sizes)
     return 0
 
 

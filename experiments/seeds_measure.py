@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
-"""Runs a command and writes its peak memory to a JSON file (``bench/seeds.py``'s wrapper).
+"""Runs a command and writes its peak memory to a JSON file (``experiments/seeds.py``'s wrapper).
 
-Usage: seeds_measure.py --out FILE [--gpu] <command...>
+Usage: python experiments/seeds_measure.py --out FILE [--gpu] <command...>
 
 ``peak_rss_mb``: the largest resident set of any process of the command's tree (``ru_maxrss``
 of the waited-for children: with ``steps/nnet/train.sh``'s ``run.pl`` in between, the training

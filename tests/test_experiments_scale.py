@@ -1,5 +1,5 @@
-"""bench/scale.py at a tiny size: the synthetic corpus imports, every stage runs, the JSON lines
-carry seconds, peak RSS and the growth exponent computed from the two sizes."""
+"""python -m experiments.scale at a tiny size: the synthetic corpus imports, every stage runs,
+the JSON lines carry seconds, peak RSS and the growth exponent computed from the two sizes."""
 import json
 import math
 import subprocess
@@ -11,14 +11,15 @@ import numpy as np
 from hybridasr.align.phones import split_to_phones
 from hybridasr.kaldi.transition_model import read_transition_model
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
+REPO = Path(__file__).resolve().parents[1]
+SCALE = [sys.executable, "-m", "experiments.scale"]  # run from REPO
 
 
 def test_scale_bench_tiny(tmp_path):
     doc = tmp_path / "performance.md"
-    p = subprocess.run([sys.executable, str(BENCH), "--sizes", "40,80", "--pdfs", "150",
-                        "--decode-utts", "4", "--train-batches", "2", "--in-process", "--work-dir", str(tmp_path / "w"),
-                        "--keep", "--write-doc", str(doc)],
+    p = subprocess.run([*SCALE, "--sizes", "40,80", "--pdfs", "150", "--decode-utts", "4",
+                        "--train-batches", "2", "--in-process", "--work-dir", str(tmp_path / "w"),
+                        "--keep", "--write-doc", str(doc)], cwd=REPO,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     rows = [json.loads(line) for line in p.stdout.splitlines()]
@@ -58,17 +59,18 @@ def test_scale_bench_tiny(tmp_path):
         seen += 1
     assert seen == 80
     text = doc.read_text()
-    assert "| 80 | import |" in text and "cores" in text and "bench/scale.py" in text
+    assert "| 80 | import |" in text and "cores" in text and "python -m experiments.scale" in text
 
 
 def test_scale_bench_gpu_section_runs_on_the_cpu(tmp_path):
     """The GPU section's code path, on the CPU: our epoch and the bare loop see the same
     batches (the same real frames), the loader row counts them too."""
-    p = subprocess.run([sys.executable, str(BENCH), "--sizes", "30", "--pdfs", "60",
+    p = subprocess.run([*SCALE, "--sizes", "30", "--pdfs", "60",
                         "--stages", "import,gpu", "--gpu-device", "cpu", "--gpu-utts", "3",
                         "--gpu-layers", "1", "--gpu-hidden", "16", "--gpu-max-frames", "2500",
                         "--gpu-workers", "0", "--in-process", "--work-dir", str(tmp_path)],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+                       cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     by = {r["stage"]: r for r in map(json.loads, p.stdout.splitlines())}
     loader, ours, bare = by["gpu loader w0"], by["gpu ours fp32"], by["gpu bare fp32"]

@@ -1,4 +1,4 @@
-"""Preparation shared by every run of ``bench/seeds.py``: done once, resumable.
+"""Preparation shared by every run of ``experiments/seeds.py``: done once, resumable.
 
 In ``<work-dir>``:
 

@@ -1,4 +1,4 @@
-"""The five experiments of ``bench/seeds.py`` as configurations, and one real training run.
+"""The five experiments of ``experiments/seeds.py`` as configurations, and one real training run.
 
 A configuration is a list of ``pybin/train.py`` options written to ``<run-dir>/seeds.conf``
 and trained with ``steps/nnet/train.sh --train-config <it>`` (``--nproc 2 --parallel
@@ -83,7 +83,7 @@ def experiments(s: Setup, smoke: bool, tbptt: List[str], quantities: List[int],
     for sw in tbptt:
         streams, window = (int(x) for x in sw.split(":"))
         e5.append(Config(5, f"({streams}, {window})",
-                         ["--seq-ordering=random", f"--tbptt={streams}:{window}",
+                         [f"--seq-ordering=tbptt:{streams}:{window}",
                           f"--max-frames={streams * window}", "--label-delay=5", th],
                          extra={"streams": streams, "window": window}))
     out = {1: e1, 2: e2, 3: e3, 4: e4, 5: e5}
@@ -137,10 +137,10 @@ def train_and_decode(work: str, common: List[str], cfg: Config, device: str,
     os.makedirs(d, exist_ok=True)
     conf = os.path.join(d, "seeds.conf")
     with open(conf, "w", encoding="utf-8") as f:
-        f.write(f"# bench/seeds.py: experiment {cfg.experiment}, {cfg.label}\n")
+        f.write(f"# experiments/seeds.py: experiment {cfg.experiment}, {cfg.label}\n")
         f.writelines(o + "\n" for o in opts)
     dev = "cpu" if cfg.nproc > 1 else device  # 2 gloo processes on the CPU
-    measure = [sys.executable, os.path.join(REPO, "bench", "seeds_measure.py"),
+    measure = [sys.executable, os.path.join(REPO, "experiments", "seeds_measure.py"),
                "--out", os.path.join(d, "memory.json")]
     if dev == "cuda":
         measure.append("--gpu")

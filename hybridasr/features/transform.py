@@ -12,7 +12,10 @@ frame (as Kaldi nnet1's ``nnet-forward --time-shift`` does), so there are ``labe
 outputs than labels: the first ones get -100, the ignore index (out of the loss, never a
 made-up label), and every label is trained. Decoding gives the same input, then
 ``undo_label_delay`` drops the first outputs: one output per frame, row t for frame t.
-``to_dict()`` is what a model stores (the delay with it); ``from_dict`` rebuilds it.
+
+``TransformOptions`` declares the nine settings once (train.py's options; ``DataConfig`` holds
+one); a ``FeatureTransform`` is those settings plus the global statistics. ``to_dict()`` is
+what a model stores (``meta["transform"]``, the delay with it); ``from_dict`` rebuilds it.
 
 Windows of an utterance (``start``/``end`` in output frames, for chunks and TBPTT) are computed
 from the frames they need plus context, and equal the same rows of the whole-utterance output.
@@ -20,7 +23,7 @@ from the frames they need plus context, and equal the same rows of the whole-utt
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
@@ -28,21 +31,37 @@ import numpy as np
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
 from hybridasr.features.context import add_deltas, splice_frames
+from hybridasr.options import check, option, option_specs
 
 IGNORE_INDEX = -100
 
 
 @dataclass
-class FeatureTransform:
-    norm_means: bool = True
-    norm_vars: bool = False
-    global_norm: bool = False
-    delta_order: int = 0
-    delta_window: int = 2
-    splice: int = 0
-    stack_frames: int = 1
-    subsample: int = 1
-    label_delay: int = 0
+class TransformOptions:
+    """The transform's settings, declared once: train.py's options (``DataConfig.transform``)
+    and the first fields of the dict a model stores."""
+    norm_means: bool = option(True, "per-speaker CMVN: subtract means (cmvn.scp)")
+    norm_vars: bool = option(False, "per-speaker CMVN: also normalise variances")
+    global_norm: bool = option(False, "global mean/variance normalisation over the training "
+                                      "set (computed once)")
+    delta_order: int = option(0, "add-deltas order", minimum=0)
+    delta_window: int = option(2, "add-deltas window", minimum=1)
+    splice: int = option(0, "frames of context either side (5 gives 11 frames, as nnet1)",
+                         minimum=0)
+    stack_frames: int = option(1, "stack each frame with the next N-1", minimum=1)
+    subsample: int = option(1, "keep every N-th (stacked) frame; targets alike", minimum=1)
+    label_delay: int = option(0, "output t is trained on the label of frame t-N", minimum=0)
+
+    def validate(self) -> None:
+        """ConfigError naming the option (type, minimum; --norm-vars without --norm-means)."""
+        check(self)
+        if self.norm_vars and not self.norm_means:
+            raise ConfigError("--norm-vars=true needs --norm-means=true (as in Kaldi)")
+
+
+@dataclass
+class FeatureTransform(TransformOptions):
+    """The settings and, with ``global_norm``, the statistics ``fit`` computes."""
     global_mean: Optional[List[float]] = None
     global_std: Optional[List[float]] = None
     var_floor: float = 1.0e-10
@@ -50,21 +69,20 @@ class FeatureTransform:
     # --- construction ---------------------------------------------------------------
     @classmethod
     def from_dict(cls, d: dict) -> "FeatureTransform":
-        names = {f.name for f in fields(cls)}
+        """From ``to_dict()`` (a model's ``meta["transform"]``), checked."""
+        names = set(asdict(cls()))
         unknown = sorted(set(d) - names)
         if unknown:
             raise ConfigError(f"unknown feature-transform keys: {', '.join(unknown)}")
         t = cls(**d)
-        if t.norm_vars and not t.norm_means:
-            raise ConfigError("norm_vars needs norm_means (as in Kaldi)")
-        if min(t.stack_frames, t.subsample, t.delta_window) < 1 or \
-                min(t.splice, t.delta_order, t.label_delay) < 0:
-            raise ConfigError(f"bad feature transform settings: {d}")
+        t.validate()
         return t
 
     @classmethod
-    def from_config(cls, config) -> "FeatureTransform":
-        return cls.from_dict(config.transform_dict())
+    def from_options(cls, options: TransformOptions) -> "FeatureTransform":
+        """A transform with ``options``' settings (statistics to ``fit``)."""
+        return cls.from_dict({s.dest: getattr(options, s.dest)
+                              for s in option_specs(TransformOptions)})
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,5 +1,5 @@
-"""The synthetic LVCSR corpus of ``bench/scale.py``: a context-dependent TransitionModel, valid
-alignments, compressed features, a data dir, ``ali.1..N.gz`` (all with the toolkit's own
+"""The synthetic LVCSR corpus of ``experiments/scale.py``: a context-dependent TransitionModel,
+valid alignments, compressed features, a data dir, ``ali.1..N.gz`` (all with the toolkit's own
 writers), and a phone-loop decoding graph over the model's transition-ids."""
 from __future__ import annotations
 
