@@ -12,7 +12,7 @@ def get_parser():
                     "Reads <ali-dir>/final.mdl and ali.*.gz, maps transition-ids to pdf-ids, "
                     "matches each alignment to the feature frame count of <data-dir> "
                     "(utt2num_frames or feats.scp), and writes targets.ark/scp, "
-                    "target_lengths, pdf_counts, log_priors, num_pdfs, copies of "
+                    "target_lengths, pdf_counts, num_pdfs, copies of "
                     "final.mdl/tree/phones.txt and import_report.json into <dir>. Nothing is "
                     "left in <dir> on failure.",
                     usage="import_alignments.py [options] <ali-dir> <data-dir> <dir>",

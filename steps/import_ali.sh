@@ -5,7 +5,7 @@
 # --length-tolerance: targets longer than the features are cut to them, shorter ones kept (the
 # trainer trims the features to them, as nnet1 trims both). Writes into <dir>:
 # targets.ark/targets.scp (pdf-ids, binary int32 vectors), target_lengths (utt2num_frames
-# format), pdf_counts (Kaldi's ali_train_pdf.counts), log_priors, num_pdfs, copies of final.mdl,
+# format), pdf_counts (Kaldi's ali_train_pdf.counts), num_pdfs, copies of final.mdl,
 # tree, phones.txt, and import_report.json; nothing partial is left in <dir> on failure.
 # Labels are not delayed here: use the trainer's --label-delay (stored with the model, undone
 # at decoding).

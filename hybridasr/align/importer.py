@@ -7,7 +7,7 @@ range, phones split as Kaldi's SplitToPhones expects) and against the feature fr
 ``--length-tolerance``: targets longer than the features are cut to the feature length,
 shorter ones kept as they are (the dataset trims the features to them, as nnet1 trims both).
 Writes into ``<dir>``: ``targets.ark``, ``targets.scp`` (sorted), ``target_lengths`` (frames of
-each utterance's targets, ``utt2num_frames`` format, sorted), ``pdf_counts``, ``log_priors``,
+each utterance's targets, ``utt2num_frames`` format, sorted), ``pdf_counts``,
 ``num_pdfs``, copies of ``final.mdl``, ``tree``, ``phones.txt`` and ``import_report.json``.
 Labels are not delayed here: the label delay is a training option (``--label-delay`` of
 ``pybin/train.py``), stored with the model and undone at decoding.
@@ -29,7 +29,9 @@ from typing import Dict, List
 import numpy as np
 
 from hybridasr.align.alignments import alignment_files, iter_alignment_file
-from hybridasr.align.counts import log_priors, write_counts
+from hybridasr.align.ali_dir import (COPIED, NUM_PDFS, OUTPUT_FILES, PDF_COUNTS, REPORT,
+                                      TARGET_LENGTHS, TARGETS_ARK, TARGETS_SCP)
+from hybridasr.align.counts import write_counts
 from hybridasr.align.length_tolerance import (DEFAULT_LENGTH_TOLERANCE, DROPPED, EXACT, SHORTER,
                                               TRIMMED, match_length)
 from hybridasr.align.phones import split_to_phones
@@ -37,13 +39,10 @@ from hybridasr.errors import FormatError
 from hybridasr.kaldi.io.table import read_int_map, write_map
 from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
-from hybridasr.kaldi.io.vector_io import write_kaldi_vector
 from hybridasr.options import option
 
 log = logging.getLogger("import_ali")
 
-OUTPUT_FILES = ("targets.ark", "targets.scp", "target_lengths", "pdf_counts", "log_priors",
-                "num_pdfs", "final.mdl", "tree", "phones.txt", "import_report.json")
 _MAX_EXAMPLES = 20
 
 
@@ -114,20 +113,19 @@ def import_alignments(ali_dir: str, data_dir: str, out_dir: str,
     try:
         report = _import_into(stage, tm, files, lengths, ali_dir, data_dir, out_dir,
                               length_tolerance)
-        for name in ("tree", "phones.txt"):
+        for name in COPIED[1:]:  # tree, phones.txt (final.mdl: the one read, below)
             src = os.path.join(ali_dir, name)
             if os.path.isfile(src):
                 shutil.copyfile(src, os.path.join(stage, name))
-        shutil.copyfile(model, os.path.join(stage, "final.mdl"))
+        shutil.copyfile(model, os.path.join(stage, COPIED[0]))
         # all outputs are complete: move them in (the report last: it marks a finished import)
-        old_report = os.path.join(out_dir, "import_report.json")
+        old_report = os.path.join(out_dir, REPORT)
         if os.path.exists(old_report):
             os.unlink(old_report)
         for name in OUTPUT_FILES:
-            if name != "import_report.json" and os.path.exists(os.path.join(stage, name)):
+            if name != REPORT and os.path.exists(os.path.join(stage, name)):
                 os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
-        os.replace(os.path.join(stage, "import_report.json"),
-                   os.path.join(out_dir, "import_report.json"))
+        os.replace(os.path.join(stage, REPORT), os.path.join(out_dir, REPORT))
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return report
@@ -188,18 +186,16 @@ def _import_into(stage: str, tm, files: List[str], lengths: "OrderedDict[str, in
         raise FormatError(f"no utterance imported from {ali_dir} for {data_dir}: "
                           f"{report.alignment_without_features} alignments without features, "
                           f"{report.dropped_over_tolerance} dropped for length: wrong data dir?")
-    ark_final = os.path.join(out_dir, "targets.ark")
-    with open(os.path.join(stage, "targets.scp"), "w", encoding="utf-8") as f:
+    ark_final = os.path.join(out_dir, TARGETS_ARK)
+    with open(os.path.join(stage, TARGETS_SCP), "w", encoding="utf-8") as f:
         for utt in sorted(offsets):
             f.write(f"{utt} {ark_final}:{offsets[utt]}\n")
-    write_map(os.path.join(stage, "target_lengths"),
+    write_map(os.path.join(stage, TARGET_LENGTHS),
               [(utt, target_lengths[utt]) for utt in sorted(target_lengths)])
-    write_counts(os.path.join(stage, "pdf_counts"), counts)
-    priors = log_priors(counts) if counts.sum() > 0 else np.zeros(tm.num_pdfs, np.float32)
-    write_kaldi_vector(os.path.join(stage, "log_priors"), priors)
-    with open(os.path.join(stage, "num_pdfs"), "w", encoding="utf-8") as f:
+    write_counts(os.path.join(stage, PDF_COUNTS), counts)
+    with open(os.path.join(stage, NUM_PDFS), "w", encoding="utf-8") as f:
         f.write(f"{tm.num_pdfs}\n")
-    with open(os.path.join(stage, "import_report.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(stage, REPORT), "w", encoding="utf-8") as f:
         json.dump(asdict(report), f, indent=1)
         f.write("\n")
     return report

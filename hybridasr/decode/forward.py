@@ -11,7 +11,6 @@ dropped, as Kaldi's ``nnet-forward --time-shift`` does) and subsampled outputs a
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Tuple
@@ -143,10 +142,9 @@ def load_model_and_data(model_path: str, data_dir: str, device: torch.device,
 
     model, meta = load_model(model_path, device)
     transform = FeatureTransform.from_dict(meta["transform"])
-    lengths = None
-    if targets_scp:
-        lengths = os.path.join(os.path.dirname(targets_scp), "target_lengths")
-        lengths = lengths if os.path.exists(lengths) else None
+    from hybridasr.align.ali_dir import ImportedAlignments
+
+    lengths = ImportedAlignments.beside(targets_scp).target_lengths if targets_scp else None
     dataset = UtteranceDataset.from_data_dir(data_dir, targets_scp=targets_scp,
                                              transform=transform, use_cmvn=transform.norm_means,
                                              target_lengths=lengths)

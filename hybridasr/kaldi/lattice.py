@@ -60,11 +60,6 @@ class CompactLattice:
         self.arcs.append([])
         return len(self.arcs) - 1
 
-    def num_frames(self) -> int:
-        """Frames of the best path (each path of a decoder's lattice has them all)."""
-        bp = best_path(self)
-        return len(bp.tids) if bp is not None else 0
-
     def scaled(self, lm_scale: float = 1.0, acoustic_scale: float = 1.0,
                word_ins_penalty: float = 0.0) -> "CompactLattice":
         """``lattice-scale`` then ``lattice-add-penalty`` (a new lattice)."""

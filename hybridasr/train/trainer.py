@@ -14,9 +14,9 @@ import os
 import time
 from typing import Optional
 
-import numpy as np
 import torch
 
+from hybridasr.align.ali_dir import ImportedAlignments
 from hybridasr.data.config import DataConfig
 from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
@@ -41,30 +41,6 @@ class TrainInputs:
     ali_tr: str   # an imported alignment dir (targets.scp, num_pdfs): steps/import_ali.sh
     ali_cv: str
     exp_dir: str
-
-
-def read_num_pdfs(ali_dir: str) -> int:
-    path = os.path.join(ali_dir, "num_pdfs")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        raise FormatError(f"{path}: missing or not a number (import the alignments with "
-                          f"steps/import_ali.sh first)") from None
-
-
-def targets_scp(ali_dir: str) -> str:
-    path = os.path.join(ali_dir, "targets.scp")
-    if not os.path.exists(path):
-        raise FormatError(f"{ali_dir}: no targets.scp (import the alignments with "
-                          f"steps/import_ali.sh first)")
-    return path
-
-
-def target_lengths(ali_dir: str) -> Optional[str]:
-    """The import's per-utterance target lengths (None in an import dir made before them)."""
-    path = os.path.join(ali_dir, "target_lengths")
-    return path if os.path.exists(path) else None
 
 
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, lr: float):
@@ -110,18 +86,19 @@ class Trainer:
     # --- data -------------------------------------------------------------------------
     def _setup_data(self) -> None:
         inp = self.inp
-        self.num_pdfs = read_num_pdfs(inp.ali_tr)
-        if inp.ali_cv != inp.ali_tr and read_num_pdfs(inp.ali_cv) != self.num_pdfs:
+        ali_tr, ali_cv = ImportedAlignments(inp.ali_tr), ImportedAlignments(inp.ali_cv)
+        self.num_pdfs = ali_tr.num_pdfs
+        if inp.ali_cv != inp.ali_tr and ali_cv.num_pdfs != self.num_pdfs:
             raise FormatError(f"{inp.ali_tr} and {inp.ali_cv} disagree on the number of pdfs")
         self.transform = FeatureTransform.from_options(self.dcfg.transform)
         use_cmvn = self.transform.norm_means
         # targets are checked against num_pdfs as they are read (no pass over all of them)
-        self.tr = UtteranceDataset.from_data_dir(inp.data_tr, targets_scp(inp.ali_tr),
+        self.tr = UtteranceDataset.from_data_dir(inp.data_tr, ali_tr.targets_scp,
                                                  self.transform, use_cmvn,
-                                                 target_lengths(inp.ali_tr), self.num_pdfs)
-        self.cv = UtteranceDataset.from_data_dir(inp.data_cv, targets_scp(inp.ali_cv),
+                                                 ali_tr.target_lengths, self.num_pdfs)
+        self.cv = UtteranceDataset.from_data_dir(inp.data_cv, ali_cv.targets_scp,
                                                  self.transform, use_cmvn,
-                                                 target_lengths(inp.ali_cv), self.num_pdfs)
+                                                 ali_cv.target_lengths, self.num_pdfs)
         for name, ds in (("training", self.tr), ("cross-validation", self.cv)):
             if len(ds) == 0:
                 raise FormatError(f"the {name} set has no utterances with targets "
