@@ -12,7 +12,8 @@
 
 # Begin configuration section.
 cmd=run.pl
-length_tolerance=5   # keep an utterance when |aligned - feature frames| < this; trim to the shorter
+length_tolerance=    # keep an utterance when |aligned - feature frames| < this; trim to the shorter
+                     # (empty: import_alignments.py's default, nnet1's 5)
 label_delay=0        # only 0: delay labels with the trainer's --label-delay instead
 # End configuration section.
 
@@ -30,7 +31,8 @@ Usage: $0 [options] <ali-dir> <data-dir> <dir>
  e.g.: $0 exp/tri3_ali data/train exp/tri3_ali_targets
 Options:
   --cmd <run.pl|queue.pl ...>     # how to run the job (default: $cmd)
-  --length-tolerance <frames>     # alignment/feature length tolerance (default: $length_tolerance)
+  --length-tolerance <frames>     # alignment/feature length tolerance (default: that of
+                                  # import_alignments.py --help, nnet1's 5)
   --label-delay 0                 # accepted for old scripts; a delay is a training option:
                                   # steps/nnet/train.sh --train-opts "--label-delay=N"
 USAGE
@@ -63,15 +65,17 @@ fi
 
 mkdir -p "$dir/log"
 
+opts=()
+[ -n "$length_tolerance" ] && opts+=("--length-tolerance=$length_tolerance")
 $cmd "$dir/log/import_ali.log" \
-  import_alignments.py --length-tolerance="$length_tolerance" \
+  import_alignments.py "${opts[@]}" \
     "$alidir" "$data" "$dir" \
   || { echo "$0: error importing alignments; see $dir/log/import_ali.log:" >&2;
        grep -E "ERROR|Error|error" "$dir/log/import_ali.log" | tail -n 3 >&2 || true; exit 1; }
 
 counts=$(json_get.py "$dir/import_report.json" utterances_imported frames_imported num_pdfs \
-  dropped_over_tolerance alignment_without_features features_without_alignment)
-read -r -d '' utts frames num_pdfs dropped no_feats no_ali <<< "$counts" || true
+  dropped_over_tolerance alignment_without_features features_without_alignment length_tolerance)
+read -r -d '' utts frames num_pdfs dropped no_feats no_ali length_tolerance <<< "$counts" || true
 echo "$0: imported $utts utterances ($frames frames, $num_pdfs pdfs) from $alidir into $dir"
 if [ $((dropped + no_feats + no_ali)) -gt 0 ]; then
   echo "$0: left out: $dropped alignments $length_tolerance or more frames off the features," \
