@@ -223,3 +223,24 @@ def test_no_package_holds_more_than_a_fifth_of_the_library():
     total = sum(lines.values())
     big = {k: f"{v / total:.1%}" for k, v in lines.items() if v > 0.2 * total}
     assert total > 10000 and not big, f"packages over 20% of {total} lines: {big}"
+
+
+def test_the_strategy_is_built_in_one_place_and_no_path_hacks():
+    """Issue 31: ``make_strategy`` is called in at most two places of the library; no
+    ``sys.path.insert`` outside tests/ (bench/ and experiments/ import the installed package)."""
+    calls, hacks = [], []
+    for path in sorted(REPO.rglob("*.py")):
+        rel = path.relative_to(REPO)
+        if rel.parts[0] in (".venv", "tests") or "site-packages" in rel.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name == "make_strategy" and rel.parts[0] == "hybridasr":
+                    calls.append(f"{rel}:{node.lineno}")
+                if name == "insert" and isinstance(f, ast.Attribute) and \
+                        isinstance(f.value, ast.Attribute) and f.value.attr == "path":
+                    hacks.append(f"{rel}:{node.lineno}")
+    assert 1 <= len(calls) <= 2, calls
+    assert not hacks, "sys.path.insert outside tests/: " + ", ".join(hacks)
