@@ -29,6 +29,7 @@ import numpy as np
 
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.hmm_topology import NO_PDF
+from hybridasr.kaldi.io.table import read_int_list
 from hybridasr.kaldi.symbol_table import read_symbol_table
 from hybridasr.kaldi.transition_model import TransitionModel
 from hybridasr.kaldi.tree import ContextDependency
@@ -63,11 +64,11 @@ class Lexicon:
             raise FormatError(f"{path}: not a readable lexicon FST")
         kaldifst.arcsort(fst, "olabel")
         self.fst = fst
-        self.disambig = _read_ints(os.path.join(lang_dir, "phones", "disambig.int"),
+        self.disambig = read_int_list(os.path.join(lang_dir, "phones", "disambig.int"),
                                    missing_ok=True)
         self.word2id = {w: i for i, w in read_symbol_table(
             os.path.join(lang_dir, "words.txt")).items()}
-        oov = _read_ints(os.path.join(lang_dir, "oov.int"), missing_ok=True)
+        oov = read_int_list(os.path.join(lang_dir, "oov.int"), missing_ok=True)
         self.oov_id: Optional[int] = oov[0] if oov else None
 
     def word_ids(self, words: Sequence[str], utt: str = "") -> Tuple[List[int], int]:
@@ -83,19 +84,6 @@ class Lexicon:
                 i, n_oov = self.oov_id, n_oov + 1
             ids.append(i)
         return ids, n_oov
-
-
-def _read_ints(path: str, missing_ok: bool = False) -> List[int]:
-    if not os.path.isfile(path):
-        if missing_ok:
-            return []
-        raise FormatError(f"missing file {path}")
-    with open(path) as f:
-        words = f.read().split()
-    try:
-        return [int(w) for w in words]
-    except ValueError:
-        raise FormatError(f"{path}: expected integers") from None
 
 
 class HmmTemplate:

@@ -97,37 +97,3 @@ class FstArrays:
 
         with atomic_open(path, "wb") as f:
             f.write(self.const_bytes())
-
-    def connect(self) -> "FstArrays":
-        """Only states on a path from the start to a final state (OpenFst's ``Connect``:
-        kept states keep their order)."""
-        n = self.num_states
-        access = _reach(n, self.src, self.dst, [self.start] if self.start >= 0 else [])
-        coaccess = _reach(n, self.dst, self.src, np.flatnonzero(self.final != INF).tolist())
-        keep = access & coaccess
-        new_id = np.full(n, -1, dtype=np.int64)
-        new_id[keep] = np.arange(int(keep.sum()))
-        arcs = keep[self.src] & keep[self.dst]
-        start = int(new_id[self.start]) if self.start >= 0 and keep[self.start] else -1
-        return FstArrays(start, self.final[keep], new_id[self.src[arcs]], self.ilabel[arcs],
-                         self.olabel[arcs], self.weight[arcs], new_id[self.dst[arcs]])
-
-
-def _reach(n: int, frm: np.ndarray, to: np.ndarray, seeds) -> np.ndarray:
-    """States reachable from ``seeds`` over edges frm -> to."""
-    order = np.argsort(frm, kind="stable")
-    first = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(frm, minlength=n), out=first[1:])
-    targets = to[order]
-    seen = np.zeros(n, dtype=bool)
-    stack = list(seeds)
-    seen[stack] = True
-    while stack:
-        s = stack.pop()
-        nxt = targets[first[s]:first[s + 1]]
-        new = nxt[~seen[nxt]]
-        if len(new):
-            new = np.unique(new)
-            seen[new] = True
-            stack.extend(new.tolist())
-    return seen

@@ -43,6 +43,7 @@ from hybridasr.graph.push_special import push_special
 from hybridasr.graph.rm_eps_local import rm_eps_local
 from hybridasr.graph.self_loops import add_self_loops
 from hybridasr.kaldi.fst import stochasticity
+from hybridasr.kaldi.io.table import read_int_list
 from hybridasr.kaldi.ilabel_info import read_ilabel_info, write_ilabel_info
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
@@ -74,14 +75,6 @@ def required_inputs(lang_dir: str, model_dir: str) -> List[str]:
                                         os.path.join(model_dir, "tree")]
 
 
-def _read_ints(path: str) -> List[int]:
-    try:
-        with open(path) as f:
-            return [int(x) for x in f.read().split()]
-    except ValueError:
-        raise FormatError(f"{path}: expected integers") from None
-
-
 def _fresh(path: str, inputs: List[str]) -> bool:
     """``path`` exists, is not empty and is at least as new as every input."""
     if not os.path.isfile(path) or os.path.getsize(path) == 0:
@@ -95,12 +88,9 @@ def _read_vector_fst(path: str, what: str):
 
     from hybridasr.kaldi.fst import read_fst
 
-    return kaldifst.StdVectorFst(read_fst(path)) if os.path.isfile(path) else \
-        _missing(path, what)
-
-
-def _missing(path: str, what: str):
-    raise FormatError(f"missing {what} {path}")
+    if not os.path.isfile(path):
+        raise FormatError(f"missing {what} {path}")
+    return kaldifst.StdVectorFst(read_fst(path))
 
 
 def _check_disambiguated(lexicon, disambig: List[int], path: str) -> None:
@@ -143,7 +133,7 @@ def make_lg(lang_dir: str, stats: Dict) -> object:
     l_path, g_path = os.path.join(lang_dir, "L_disambig.fst"), os.path.join(lang_dir, "G.fst")
     lexicon = _read_vector_fst(l_path, "lexicon FST")
     grammar = _read_vector_fst(g_path, "grammar FST")
-    disambig = _read_ints(os.path.join(lang_dir, "phones/disambig.int"))
+    disambig = read_int_list(os.path.join(lang_dir, "phones/disambig.int"))
     _check_disambiguated(lexicon, disambig, l_path)
     lg = compose(lexicon, grammar, f"L_disambig o G ({lang_dir})")
     determinize_star(lg, f"LG of {lang_dir}",
@@ -220,7 +210,7 @@ def make_graph(lang_dir: str, model_dir: str, graph_dir: str,
         log.info("reusing %s", clg_path)
     else:
         t = time.time()
-        disambig = _read_ints(os.path.join(lang_dir, "phones/disambig.int"))
+        disambig = read_int_list(os.path.join(lang_dir, "phones/disambig.int"))
         clg, ilabels = kaldifst.compose_context(disambig, n, p, lg)
         clg = arcsort_like_kaldi(FstArrays.from_fst(clg), "ilabel").to_fst()
         stats["CLG"] = {"states": clg.num_states, "ilabels": len(ilabels),
@@ -231,7 +221,7 @@ def make_graph(lang_dir: str, model_dir: str, graph_dir: str,
         write_ilabel_info(ilabels, ilabels_path)
         log.info("CLG: %d states, %d context windows", clg.num_states, len(ilabels))
     if opts.remove_oov:
-        oov = _read_ints(os.path.join(lang_dir, "oov.int"))
+        oov = read_int_list(os.path.join(lang_dir, "oov.int"))
         clg = rm_arcs_with_output(FstArrays.from_fst(clg), oov).to_fst()
     hclga, disambig_tids = make_hclga(clg, ilabels, tree, tm, opts, stats)
     log.info("HCLGa: %d states, %d arcs (%.1f s)", hclga.num_states, hclga.num_arcs,

@@ -157,8 +157,14 @@ class _Remover:
             arc[3] = self.dead
 
     def result(self) -> FstArrays:
+        """The FST with deleted arcs and states no longer on a path removed (OpenFst's
+        ``Connect``, as Kaldi's RemoveEpsLocal ends)."""
+        import kaldifst
+
         arcs = [[tuple(a) for a in state] for state in self.arcs]
-        return FstArrays.from_lists(self.start, self.final, arcs).connect()
+        fst = FstArrays.from_lists(self.start, self.final, arcs).to_fst()
+        kaldifst.connect(fst)
+        return FstArrays.from_fst(fst)
 
 
 def _f32(x: float) -> float:

@@ -36,17 +36,12 @@ def add_self_loops(fst: FstArrays, tm: TransitionModel, self_loop_scale: float =
         raise FormatError("add_self_loops: the graph already has self-loops")
     cls = np.where(is_tid, tm.tid2tstate[np.where(is_tid, il, 0)], 0).astype(np.int64)
     n = fst.num_states
-    # the class entering each state (-1: none yet); the start counts as entered by epsilon
+    # the class entering each state: that of its first arc in arc order; the start state
+    # counts as entered by epsilon (class 0) before any arc
     first_cls = np.full(n, -1, dtype=np.int64)
+    entered, first_arc = np.unique(fst.dst, return_index=True)
+    first_cls[entered] = cls[first_arc]
     first_cls[fst.start] = 0
-    order = np.arange(len(cls))
-    # first arc into each state in arc order (states with the start set keep class 0)
-    seen = first_cls >= 0
-    firsts = np.full(n, -1, dtype=np.int64)
-    rev = order[::-1]
-    firsts[fst.dst[rev]] = rev  # the last write wins: the first arc in order
-    has_arc = firsts >= 0
-    first_cls[has_arc & ~seen] = cls[firsts[has_arc & ~seen]]
     bad = np.zeros(n, dtype=bool)
     bad[fst.dst[cls != first_cls[fst.dst]]] = True
     src, dst, weight = fst.src.copy(), fst.dst.copy(), fst.weight.copy()

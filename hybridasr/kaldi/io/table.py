@@ -11,6 +11,7 @@ utterance it could not decode). ``write_map`` writes a map atomically and durabl
 from __future__ import annotations
 
 from collections import OrderedDict
+import os
 from typing import IO, Iterable, Iterator, List, Optional, Tuple
 
 from hybridasr.errors import FormatError
@@ -139,3 +140,18 @@ def write_map(path: str, items) -> None:
     with TextTableWriter(WSpecifier(path, None, text=True)) as w:
         for key, value in (items.items() if hasattr(items, "items") else items):
             w.write(key, value)
+
+
+def read_int_list(path: str, missing_ok: bool = False) -> List[int]:
+    """A file of whitespace-separated integers (Kaldi's ``ReadIntegerVectorSimple``:
+    ``phones/disambig.int``, ``oov.int``); ``missing_ok``: a missing file is empty."""
+    if not os.path.isfile(path):
+        if missing_ok:
+            return []
+        raise FormatError(f"missing file {path}")
+    with open(path, encoding="utf-8") as f:
+        words = f.read().split()
+    try:
+        return [int(w) for w in words]
+    except ValueError:
+        raise FormatError(f"{path}: expected integers") from None
