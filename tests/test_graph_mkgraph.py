@@ -237,6 +237,13 @@ def test_clear_errors(kaldi_digits, kaldi_polish, tmp_path, repo_dir, env_with_p
     shutil.copy(kaldi_polish / "exp/tri1/phones.txt", tri1 / "phones.txt")
     with pytest.raises(FormatError, match=r"phones.txt.*do not match"):
         make_graph(str(lang), str(tri1), str(tmp_path / "g2"))
+    # a model dir copied with its symlink flattened (final.mdl a file naming 40.mdl)
+    flat = tmp_path / "flat"
+    shutil.copytree(mono, flat, symlinks=False)
+    (flat / "final.mdl").unlink()
+    (flat / "final.mdl").write_text("40.mdl\n")
+    with pytest.raises(FormatError, match=r"symbolic link.*40\.mdl"):
+        make_graph(str(lang), str(flat), str(tmp_path / "g4"))
     # a missing G.fst, through the command line: non-zero exit, the file named
     (lang / "G.fst").unlink()
     r = subprocess.run([sys.executable, str(repo_dir / "pybin/mkgraph.py"), str(lang),

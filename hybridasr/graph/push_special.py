@@ -41,8 +41,9 @@ def push_special(fst: FstArrays, delta: float = KDELTA, max_iter: int = 200) -> 
     made_at = np.concatenate([np.arange(fst.num_arcs) + np.searchsorted(fin_states, fst.src),
                               np.arange(len(fin_states)) +
                               np.searchsorted(fst.src, fin_states, side="right")])
-    w = np.concatenate([fst.weight, final[fin_states]])
-    prob = np.array([expf(-x) for x in w.tolist()], dtype=np.float64)
+    prob_arc = np.array([expf(-x) for x in fst.weight.tolist()], dtype=np.float64)
+    prob_fin = np.array([expf(-x) for x in final[fin_states].tolist()], dtype=np.float64)
+    prob = np.concatenate([prob_arc, prob_fin])
     order = np.lexsort((made_at, target))
     target, source, prob = target[order], source[order], prob[order]
 
@@ -52,8 +53,6 @@ def push_special(fst: FstArrays, delta: float = KDELTA, max_iter: int = 200) -> 
         sums[fin_states] += prob_fin * occ[init] / occ[fin_states]
         return float(np.log(sums.max() / sums.min()))
 
-    prob_arc = np.array([expf(-x) for x in fst.weight.tolist()], dtype=np.float64)
-    prob_fin = np.array([expf(-x) for x in final[fin_states].tolist()], dtype=np.float64)
     occ = np.full(n, 1.0 / np.sqrt(n))
     converged = False
     for it in range(max_iter):
