@@ -16,9 +16,13 @@ def get_parser():
     p.add_argument("--train", default="data/train", help="training data dir, inside <kaldi-dir>")
     p.add_argument("--test", default="data/test", help="test data dir, inside <kaldi-dir>")
     p.add_argument("--lang", default="data/lang", help="lang dir, inside <kaldi-dir>")
-    p.add_argument("--ali", default="exp/mono_ali", help="GMM alignment dir, inside <kaldi-dir>")
+    p.add_argument("--ali", default="exp/mono_ali",
+                   help="GMM alignment dir, inside <kaldi-dir>; none: no GMM (flat start), "
+                        "--lang may be a dict dir, no graph needed")
     p.add_argument("--graph", default="exp/mono/graph", help="graph dir, inside <kaldi-dir>")
     add_bool(p, "--use-kaldi-feats", False, "features will come from the Kaldi dir")
+    add_bool(p, "--lm-given", False, "with --ali none: an LM is given (--lm-arpa/--lm-text), so "
+                                     "the lang dir needs no G.fst")
     p.add_argument("kaldi_dir")
     return p
 
@@ -26,7 +30,7 @@ def get_parser():
 def main(argv=None):
     args = get_parser().parse_args(argv)
     facts = check_kaldi_dir(args.kaldi_dir, args.train, args.test, args.lang, args.ali,
-                            args.graph, args.use_kaldi_feats)
+                            args.graph, args.use_kaldi_feats, args.lm_given)
     print(json.dumps(facts, sort_keys=True))
 
 

@@ -18,6 +18,8 @@ def get_parser():
                     example="recipe_summary.py --gmm-decode-dir=~/kaldi/egs/wsj/s5/exp/tri4b/"
                             "decode_tgpr_dev93 exp/blstm exp/blstm/decode_test")
     p.add_argument("--gmm-decode-dir", default=None, help="the GMM system's decode dir")
+    p.add_argument("--model-name", default="",
+                   help="what the model is, printed first (e.g. 'flat-start monophone network')")
     p.add_argument("exp_dir")
     p.add_argument("decode_dir")
     p.add_argument("more_decode_dirs", nargs="*", help="further decode dirs (other data sets)")
@@ -26,7 +28,8 @@ def get_parser():
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
-    s = summarize(args.exp_dir, args.decode_dir, args.gmm_decode_dir, args.more_decode_dirs)
+    s = summarize(args.exp_dir, args.decode_dir, args.gmm_decode_dir, args.more_decode_dirs,
+                  args.model_name)
     with atomic_open(os.path.join(args.exp_dir, "summary.json"), "w") as f:
         json.dump(s, f, indent=1, sort_keys=True)
     print(format_summary(s))

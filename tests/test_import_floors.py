@@ -21,7 +21,7 @@ FLOORS = {
     "kaldi": 2,
     "datadir": 3,
     "features": 4, "align": 4, "lang": 4,
-    "data": 5, "graph": 5,
+    "data": 5, "graph": 5, "tree": 5,
     "models": 6,
     "train": 7, "decode": 7, "recipe": 7,
     "cli": 8,

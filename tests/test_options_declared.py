@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hybridasr.align.ali_tools import CtmOptions
+from hybridasr.align.equal_align import EqualAlignOptions
 from hybridasr.align.importer import ImportOptions
 from hybridasr.cli import add_options, make_parser
 from hybridasr.decode.decoder import DecodeOptions
@@ -26,6 +27,8 @@ from hybridasr.lang.ngram import NgramOptions
 from hybridasr.lang.prepare_lang import LangOptions
 from hybridasr.models import model_config_from_args, model_options
 from hybridasr.options import from_values, option_specs
+from hybridasr.tree.build import BuildTreeOptions
+from hybridasr.tree.stats import ContextOptions, TreeFeatureOptions, TreeStatsOptions
 from hybridasr.train.lr_schedule import lr_schedule_from_args, schedule_options
 from hybridasr.train.options import TrainConfig, train_config_from_args
 from train_helpers import load_pybin
@@ -50,6 +53,11 @@ DECLARED = {  # name: (declared class or spec list, the pybin scripts that regis
     "lang": (LangOptions, ["prepare_lang"]),
     "ngram": (NgramOptions, ["make_ngram_lm"]),
     "graph": (GraphBuildOptions, ["mkgraph"]),
+    "equal-align": (EqualAlignOptions, ["align_equal"]),
+    "tree-stats": (TreeStatsOptions, ["acc_tree_stats"]),
+    "tree-features": (TreeFeatureOptions, ["acc_tree_stats"]),
+    "tree-context": (ContextOptions, ["acc_tree_stats", "build_tree"]),
+    "build-tree": (BuildTreeOptions, ["build_tree"]),
 }
 
 

@@ -17,12 +17,13 @@ pdf_class)`` is Kaldi's ``ContextDependency::Compute``: None where the tree has 
 from __future__ import annotations
 
 import struct
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io.io_funcs import KaldiObjectReader, read_kaldi_object
+from hybridasr.kaldi.io.io_funcs import KaldiObjectReader, KaldiObjectWriter, read_kaldi_object
+from hybridasr.utils.atomic import atomic_path
 
-__all__ = ["ContextDependency", "read_tree", "PDF_CLASS_KEY"]
+__all__ = ["ContextDependency", "read_tree", "write_tree", "PDF_CLASS_KEY"]
 
 PDF_CLASS_KEY = -1
 
@@ -78,6 +79,76 @@ class ContextDependency:
         to_pdf = _read_map(r, r.read_token("an event map"), 0)
         r.expect_token("EndContextDependency", "the tree")
         return cls(n, p, to_pdf, name=r.name)
+
+
+    def write(self, w: KaldiObjectWriter) -> None:
+        """Writes as Kaldi's ``ContextDependency::Write``."""
+        w.token("ContextDependency")
+        w.int32(self.context_width)
+        w.int32(self.central_position)
+        w.token("ToPdf")
+        _write_map(w, self.to_pdf)
+        w.token("EndContextDependency")
+        w.raw_text("\n")
+
+    def pdfs_for(self, phone: int, pdf_class: int) -> List[int]:
+        """The pdfs ``pdf_class`` of ``phone`` (as central phone) can have in any context,
+        sorted (what Kaldi's ``GetPdfInfo`` finds for the transition model)."""
+        fixed = {self.central_position: int(phone), PDF_CLASS_KEY: int(pdf_class)}
+        found, stack = set(), [self.to_pdf]
+        while stack:
+            node = stack.pop()
+            if node is None:
+                continue
+            if node[0] == "CE":
+                found.add(node[1])
+                continue
+            value = fixed.get(node[1])
+            if node[0] == "TE":
+                if value is None:
+                    stack.extend(node[2])
+                elif 0 <= value < len(node[2]):
+                    stack.append(node[2][value])
+            elif value is None:
+                stack.extend(node[3:5])
+            else:
+                stack.append(node[3] if value in node[2] else node[4])
+        return sorted(found)
+
+
+def _write_map(w: KaldiObjectWriter, root: Node) -> None:
+    # iterative (a tree of thousands of leaves nests deeply); items are nodes or tokens
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            w.token(node)
+        elif node is None:
+            w.token("NULL")
+        elif node[0] == "CE":
+            w.token("CE")
+            w.int32(node[1])
+        elif node[0] == "TE":
+            w.token("TE")
+            w.int32(node[1])
+            _write_uint32(w, len(node[2]))
+            w.token("(")
+            stack.append(")")
+            stack.extend(reversed(node[2]))
+        else:
+            w.token("SE")
+            w.int32(node[1])
+            w.int32_vector(sorted(node[2]))
+            w.token("{")
+            stack.extend(["}", node[4], node[3]])
+
+
+def _write_uint32(w: KaldiObjectWriter, v: int) -> None:
+    """A uint32, as Kaldi's ``WriteBasicType<uint32>`` (binary size byte -4)."""
+    if w.binary:
+        w.f.write(b"\xfc" + struct.pack("<I", int(v)))
+    else:
+        w.int32(v)
 
 
 def _read_map(r: KaldiObjectReader, tok: str, depth: int) -> Node:
@@ -155,3 +226,9 @@ def _max_answer(root: Node) -> int:
 def read_tree(path: Union[str, "object"]) -> ContextDependency:
     """Reads a Kaldi ``tree`` file (binary or text; ``-`` or ``cmd |`` too)."""
     return read_kaldi_object(path, ContextDependency.read, "tree")
+
+
+def write_tree(tree: ContextDependency, path: str, binary: bool = True) -> None:
+    """Writes a Kaldi ``tree`` file (atomically)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        tree.write(KaldiObjectWriter(f, binary))

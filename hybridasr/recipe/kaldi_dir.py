@@ -32,8 +32,12 @@ def _num_pdfs_of_model(path: str) -> int:
 
 
 def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, graph: str,
-                    use_kaldi_feats: bool = False) -> dict:
-    """Checks that the pieces the recipe needs are there and agree; returns facts found."""
+                    use_kaldi_feats: bool = False, lm_given: bool = False) -> dict:
+    """Checks that the pieces the recipe needs are there and agree; returns facts found.
+
+    ``ali`` "none" (no GMM): no alignment or graph is needed, and ``lang`` may be a dict dir
+    (``facts["lang_kind"]``: "lang" or "dict"); without a ``G.fst`` in it an LM must be given
+    (``lm_given``)."""
     problems: List[str] = []
     facts: dict = {"kaldi_dir": os.path.abspath(kaldi_dir)}
 
@@ -56,8 +60,19 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
             need(os.path.join(d, "cmvn.scp"), f"{name} CMVN stats (--use-kaldi-feats true)")
         else:
             need(os.path.join(d, "wav.scp"), f"{name} audio list")
+    if ali == "none":  # no GMM: flat start, the toolkit's own tree and graphs
+        _check_lang_or_dict(kaldi_dir, lang, lm_given, problems, facts)
+        if problems:
+            raise HybridAsrError(f"Kaldi dir {kaldi_dir} cannot be used:\n  " +
+                                 "\n  ".join(problems))
+        return facts
     need(os.path.join(lang, "words.txt"), "lang dir word list")
     need(os.path.join(lang, "phones.txt"), "lang dir phone list")
+    if not os.path.exists(os.path.join(kaldi_dir, ali)) and \
+            not os.path.isdir(os.path.join(kaldi_dir, "exp")):
+        problems.append(f"the Kaldi dir has no exp/ (no GMM system): use --ali none to train "
+                        f"without one (flat start), with --lang naming a lang dir or a dict "
+                        f"dir")
     mdl = need(os.path.join(ali, "final.mdl"), "alignment model")
     ali_dir = os.path.join(kaldi_dir, ali)
     if os.path.isdir(ali_dir) and not any(f.startswith("ali.") and f.endswith(".gz")
@@ -88,6 +103,34 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
     if problems:
         raise HybridAsrError(f"Kaldi dir {kaldi_dir} cannot be used:\n  " + "\n  ".join(problems))
     return facts
+
+
+_LANG_FILES = ("words.txt", "phones.txt", "L.fst", "topo", "oov.int", "phones/sets.int",
+               "phones/roots.int", "phones/disambig.int")
+_DICT_FILES = ("silence_phones.txt", "nonsilence_phones.txt", "optional_silence.txt")
+
+
+def _check_lang_or_dict(kaldi_dir: str, lang: str, lm_given: bool, problems: List[str],
+                        facts: dict) -> None:
+    d = os.path.join(kaldi_dir, lang)
+    if os.path.exists(os.path.join(d, "L.fst")) or os.path.exists(os.path.join(d, "words.txt")):
+        facts["lang_kind"] = "lang"
+        for f in _LANG_FILES:
+            if not os.path.exists(os.path.join(d, f)):
+                problems.append(f"missing lang dir file: {os.path.join(d, f)}")
+        if not os.path.exists(os.path.join(d, "G.fst")) and not lm_given:
+            problems.append(f"the lang dir {d} has no G.fst: give --lm-arpa or --lm-text")
+    elif any(os.path.exists(os.path.join(d, f)) for f in ("lexicon.txt", "lexiconp.txt")):
+        facts["lang_kind"] = "dict"
+        for f in _DICT_FILES:
+            if not os.path.exists(os.path.join(d, f)):
+                problems.append(f"missing dict dir file: {os.path.join(d, f)}")
+        if not lm_given:
+            problems.append(f"--lang {lang} is a dict dir (no G.fst): give --lm-arpa or "
+                            f"--lm-text")
+    else:
+        problems.append(f"--lang {d} is neither a lang dir (L.fst, words.txt) nor a dict dir "
+                        f"(lexicon.txt, silence_phones.txt, ...)")
 
 
 def _absolute_wav_entry(value: str, base: str) -> str:

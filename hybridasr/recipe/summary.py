@@ -34,10 +34,12 @@ def read_metrics(exp_dir: str) -> list:
 
 
 def summarize(exp_dir: str, decode_dir: str, gmm_decode_dir: Optional[str] = None,
-              more_decode_dirs: Sequence[str] = ()) -> dict:
+              more_decode_dirs: Sequence[str] = (), model_name: str = "") -> dict:
     """``more_decode_dirs``: other data sets' decode dirs, each listed under ``other_sets``
     with its best WER (``wer``, ``wer_line``, ``wer_file``), or None when it has no ``wer_*``."""
     out: dict = {"exp_dir": exp_dir, "decode_dir": decode_dir}
+    if model_name:
+        out["model"] = model_name
     b = best_wer(decode_dir)
     if b:
         out["wer"], out["wer_line"], out["wer_file"] = b
@@ -72,8 +74,9 @@ def summarize(exp_dir: str, decode_dir: str, gmm_decode_dir: Optional[str] = Non
 
 
 def format_summary(s: dict) -> str:
-    lines = [f"hybrid model:  {s.get('wer_line', 'no wer_* found in ' + s['decode_dir'])}"
-             + (f"  ({s['wer_file']})" if "wer_file" in s else "")]
+    lines = [f"model:         {s['model']} ({s['exp_dir']})"] if s.get("model") else []
+    lines.append(f"hybrid model:  {s.get('wer_line', 'no wer_* found in ' + s['decode_dir'])}"
+                 + (f"  ({s['wer_file']})" if "wer_file" in s else ""))
     if "gmm_wer_line" in s:
         lines.append(f"GMM system:    {s['gmm_wer_line']}  ({s['gmm_wer_file']})")
     for d, o in s.get("other_sets", {}).items():

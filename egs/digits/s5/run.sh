@@ -5,9 +5,15 @@
 # Stages:
 #   0  check the Kaldi dir, copy its data dirs into data/
 #   1  features (MFCC or fbank) and CMVN stats (or reuse the Kaldi dir's: --use-kaldi-feats true)
-#   2  import the GMM alignments; train/cv split by speaker (by utterance when too few speakers)
+#   2  import the GMM alignments; train/cv split by speaker (by utterance when too few speakers).
+#      --ali none (no GMM): flat start instead (steps/nnet/train_flatstart.sh: equal alignment,
+#      a monophone network, --flat-rounds rounds of realign-and-retrain into exp/flat), then
+#      a context-dependent tree of --num-leaves leaves grown from the last monophone network's
+#      alignment (steps/nnet/build_tree.sh into exp/tri_ali), imported as stage 3's targets;
+#      the lang dir is --lang's, or made from it when it is a dict dir (utils/prepare_lang.sh),
+#      G.fst from it or from --lm-arpa / --lm-text (utils/format_lm.sh, make_ngram_lm.sh)
 #   3  train the network
-#   4  decode data/test (Kaldi's latgen-faster-mapped when on PATH, else the embedded decoder), score;
+#   4  decode data/test (with --ali none: on graphs made here, utils/mkgraph.sh; Kaldi's latgen-faster-mapped when on PATH, else the embedded decoder), score;
 #      then --realign-iters rounds (steps/nnet/realign_round.sh): align data/train with the
 #      current network (exp/<name>_ali<k>), import it, retrain (exp/<name>_re<k>); decode, score
 #   5  summary: best WER next to the GMM system's, training speed, curves and logs
@@ -20,8 +26,8 @@ kaldi_dir=           # default: ../shared/data/kaldi_digits beside the hybridasr
 train=data/train     # the names below are inside --kaldi-dir
 test=data/test
 lang=data/lang
-ali=exp/mono_ali
-graph=exp/mono/graph
+ali=exp/mono_ali      # none: no GMM, flat start (stage 2)
+graph=exp/mono/graph # with --ali none: made here (exp/<name>/graph, exp/flat/graph)
 gmm_decode=          # the GMM system's decode dir to compare with (default: <graph>/../decode)
 use_kaldi_feats=false
 feat_type=mfcc       # mfcc|fbank
@@ -48,6 +54,15 @@ align_opts=          # more options for steps/nnet/align.sh in the rounds, e.g. 
 decode_sets=test     # data dirs under data/ each model decodes into <exp>/decode_<set>, e.g.
                      # "test train_cv10" (train_cv10: the 10% of data/train held out from
                      # training: more words than a small test set to compare models on)
+flat_rounds=3        # --ali none: realign-and-retrain rounds of the monophone flat start
+flat_train_opts=     # --ali none: train.py options of the flat-start networks (after --train-opts)
+num_leaves=1000      # --ali none: leaves of the context-dependent tree (0: no tree, the
+                     # recipe's network is trained on the last monophone alignment)
+lm_arpa=             # --ali none and no G.fst in --lang: an ARPA LM (inside --kaldi-dir or
+lm_text=             # absolute), or text to estimate one from (one sentence a line)
+lm_order=3           # order of the LM estimated from --lm-text
+oov_word=            # the lexicon's OOV entry when --lang is a dict dir (default: the first
+                     # of <UNK> <unk> <SPOKEN_NOISE> <spoken_noise> in its lexicon)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -59,6 +74,13 @@ Options (default):
   --kaldi-dir DIR              # an existing Kaldi s5 dir (../shared/data/kaldi_digits)
   --train, --test, --lang      # data dirs inside it ($train, $test, $lang)
   --ali, --graph               # GMM alignment dir and graph dir inside it ($ali, $graph)
+  --ali none                   # no GMM: flat start, own tree and graphs; --lang may then be a
+                               # dict dir (lexicon.txt, *_phones.txt: e.g. data/local/dict)
+  --flat-rounds N, --num-leaves N  # --ali none: flat-start rounds ($flat_rounds), leaves of the
+                               # CD tree ($num_leaves; 0: monophone network only)
+  --flat-train-opts \"...\"      # --ali none: train.py options of the flat-start networks
+  --lm-arpa FILE, --lm-text FILE, --lm-order N  # --ali none, lang without G.fst: the LM
+  --oov-word WORD              # --ali none, dict dir: the lexicon's OOV entry
   --use-kaldi-feats true|false # reuse the Kaldi dir's feats.scp/cmvn.scp ($use_kaldi_feats)
   --feat-type mfcc|fbank       # ($feat_type)
   --model-config, --batching-config, --schedule-config  # conf files ($model_config, $batching_config, $schedule_config)
@@ -105,14 +127,28 @@ if [ -z "$feat_config" ]; then
 fi
 dir=exp/$exp_name
 
+# paths given inside --kaldi-dir, or absolute
+in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
+gmm=true; [ "$ali" == none ] && gmm=false
+lang_dir=$kaldi_dir/$lang    # the lang dir of alignment and training
+lang_test=$lang_dir          # the lang dir whose G.fst the graphs use
+graph_dir=$kaldi_dir/$graph  # the graph of the recipe's network
+if [ $gmm == false ]; then
+  [ -f "$lang_dir/L.fst" ] || lang_dir=data/lang  # made from --lang's dict dir in stage 0
+  lang_test=$lang_dir
+  if [ -n "$lm_arpa$lm_text" ] || [ ! -f "$lang_dir/G.fst" ]; then lang_test=data/lang_test; fi
+  graph_dir=$dir/graph
+fi
+
 banner() { echo; echo "===== stage $1: $2 ($(date '+%F %T')) ====="; }
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 start_time=$(date +%s)
 
-# decode_and_score <exp-dir>: decodes each of --decode-sets (data/<set>) with <exp-dir>/final.nnet
-# into <exp-dir>/decode_<set>, unless already scored
+# decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
+# <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
+# unless already scored
 decode_and_score() {
-  local d=$1 x newest_wer spk decode_nj
+  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj
   for x in $decode_sets; do
     if [ ! -s data/$x/feats.scp ]; then
       echo "$0: --decode-sets names data/$x, which has no feats.scp (the recipe makes data/test," \
@@ -130,14 +166,50 @@ decode_and_score() {
       echo "$0: data/$x has $spk speaker(s): decoding with --nj $decode_nj"
     fi
     steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
-      "$kaldi_dir/$graph" data/$x $d/decode_$x
+      "$g" data/$x $d/decode_$x
   done
+}
+
+# --ali none: data/lang from --lang's dict dir, data/lang_test with G.fst from --lm-arpa/--lm-text
+make_lang_dirs() {
+  local dict=$kaldi_dir/$lang oov=$oov_word w arpa lexicon=/dev/null
+  if [ "$lang_dir" == data/lang ]; then
+    if [ -s data/lang/L.fst ] && [ data/lang/L.fst -nt "$dict" ]; then
+      echo "data/lang is already made from $dict: skipping"
+    else
+      if [ -z "$oov" ]; then
+        for w in '<UNK>' '<unk>' '<SPOKEN_NOISE>' '<spoken_noise>'; do
+          if cat "$dict"/lexicon*.txt 2>/dev/null | grep -q "^$w[[:space:]]"; then oov=$w; break; fi
+        done
+        [ -z "$oov" ] && { echo "$0: the lexicon of $dict has none of <UNK> <unk>" \
+          "<SPOKEN_NOISE> <spoken_noise>: give its OOV entry with --oov-word" >&2; exit 1; }
+      fi
+      utils/prepare_lang.sh "$dict" "$oov" data/local/lang_tmp data/lang
+    fi
+  fi
+  [ -f "$dict/lexicon.txt" ] && lexicon=$dict/lexicon.txt
+  if [ "$lang_test" == data/lang_test ]; then
+    if [ -s data/lang_test/G.fst ] && [ data/lang_test/G.fst -nt "$lang_dir/L.fst" ]; then
+      echo "data/lang_test already has G.fst: skipping"
+      return
+    fi
+    if [ -n "$lm_arpa" ]; then
+      arpa=$(in_kaldi_dir "$lm_arpa")
+    else
+      arpa=data/local/lm/lm.arpa.gz
+      mkdir -p data/local/lm
+      utils/make_ngram_lm.sh --order=$lm_order --vocab="$lang_dir/words.txt" \
+        --oov-symbol="$(cat "$lang_dir/oov.txt")" "$(in_kaldi_dir "$lm_text")" $arpa
+    fi
+    utils/format_lm.sh "$lang_dir" "$arpa" "$lexicon" data/lang_test
+  fi
 }
 
 if run_stage 0; then
   banner 0 "check the Kaldi dir $kaldi_dir and copy its data dirs"
+  lm_given=false; [ -n "$lm_arpa$lm_text" ] && lm_given=true
   check_kaldi_dir.py --train=$train --test=$test --lang=$lang --ali=$ali --graph=$graph \
-    --use-kaldi-feats=$use_kaldi_feats "$kaldi_dir" > data_check.json.tmp || {
+    --use-kaldi-feats=$use_kaldi_feats --lm-given=$lm_given "$kaldi_dir" > data_check.json.tmp || {
       rm -f data_check.json.tmp; echo "$0: stage 0 failed: the Kaldi dir is not usable" >&2; exit 1; }
   for d in $train $test; do
     utils/validate_data_dir.sh --no-feats "$kaldi_dir/$d" || {
@@ -155,6 +227,9 @@ if run_stage 0; then
     import_data_dir.py --keep-feats=$use_kaldi_feats "$kaldi_dir" "$kaldi_dir/$src" data/$x
     echo "$stamp" > data/$x/.imported
   done
+  if [ $gmm == false ]; then
+    make_lang_dirs
+  fi
 fi
 
 if run_stage 1; then
@@ -177,7 +252,47 @@ if run_stage 1; then
   done
 fi
 
-if run_stage 2; then
+if run_stage 2 && [ $gmm == false ]; then
+  banner 2 "no GMM: flat start into exp/flat ($flat_rounds rounds), CD tree of $num_leaves leaves into exp/tri_ali"
+  if [ -s data/train_tr90/feats.scp ] && [ -s data/train_cv10/feats.scp ]; then
+    echo "data/train_tr90 and data/train_cv10 exist: skipping"
+  else
+    utils/subset_data_dir_tr_cv.sh data/train data/train_tr90 data/train_cv10
+  fi
+  flat_opts="$train_opts${flat_train_opts:+${train_opts:+ }$flat_train_opts}"
+  steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
+    --num-rounds $flat_rounds --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
+    --model-config $model_config --batching-config $batching_config \
+    --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
+    ${flat_opts:+--train-opts "$flat_opts"} ${align_opts:+--align-opts "$align_opts"} \
+    data/train "$lang_dir" exp/flat
+  flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
+  if [ -s exp/flat/ali_final/num_jobs ] && [ exp/flat/ali_final/num_jobs -nt $flat_final/final.nnet ]; then
+    echo "exp/flat/ali_final is already aligned with $flat_final: skipping"
+  else
+    # shellcheck disable=SC2086
+    steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
+      data/train "$lang_dir" $flat_final exp/flat/ali_final
+  fi
+  cd_ali=exp/flat/ali_final
+  if [ "$num_leaves" -gt 0 ]; then
+    cd_ali=exp/tri_ali
+    if [ -s exp/tri_ali/num_jobs ] && [ exp/tri_ali/num_jobs -nt exp/flat/ali_final/num_jobs ]; then
+      echo "exp/tri_ali already holds the CD tree and alignment: skipping"
+    else
+      steps/nnet/build_tree.sh --nj $nj --cmd "$train_cmd" $num_leaves data/train "$lang_dir" \
+        exp/flat/ali_final exp/tri_ali
+    fi
+  fi
+  if [ -s exp/ali_train/targets.scp ] && [ exp/ali_train/targets.scp -nt $cd_ali/num_jobs ]; then
+    echo "exp/ali_train already holds the imported alignments of $cd_ali: skipping"
+  else
+    rm -rf exp/ali_train
+    steps/import_ali.sh $cd_ali data/train exp/ali_train
+  fi
+fi
+
+if run_stage 2 && [ $gmm == true ]; then
   banner 2 "import the alignments of $kaldi_dir/$ali; train/cv split (by speaker, else by utterance)"
   if [ -s exp/ali_train/targets.scp ]; then
     echo "exp/ali_train already holds the imported alignments: skipping"
@@ -201,31 +316,48 @@ if run_stage 3; then
       echo "$dir/final.nnet was deleted after a finished training: training again from scratch"
       restart=true
     fi
+    opts=$train_opts
+    # on a flat-started alignment the cv loss of a tiny dir (one cv utterance) is too noisy to
+    # reject the first epoch of a new network on: it is kept (--train-opts can say otherwise)
+    [ $gmm == false ] && opts="--keep-lr-iters=1${opts:+ $opts}"
     steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc \
       ${parallel:+--parallel $parallel} --restart $restart \
       --model-config $model_config --batching-config $batching_config \
       --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
-      ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 \
-      "$kaldi_dir/$lang" exp/ali_train exp/ali_train $dir
+      ${opts:+--train-opts "$opts"} data/train_tr90 data/train_cv10 \
+      "$lang_dir" exp/ali_train exp/ali_train $dir
   fi
 fi
 
 if run_stage 4; then
-  banner 4 "decode $(printf 'data/%s ' $decode_sets)with $kaldi_dir/$graph and score"
+  banner 4 "decode $(printf 'data/%s ' $decode_sets)with $graph_dir and score"
+  if [ $gmm == false ]; then
+    # the graphs of the flat-start monophone model and of the recipe's network (its tree)
+    for m in exp/flat/mono $dir; do
+      g=$m/graph; [ $m == $dir ] && g=$graph_dir
+      if [ -s $g/HCLG.fst ] && [ $g/HCLG.fst -nt $m/final.mdl ] && [ $g/HCLG.fst -nt $lang_test/G.fst ]; then
+        echo "$g is already made: skipping"
+      else
+        utils/mkgraph.sh "$lang_test" $m $g
+      fi
+    done
+    decode_and_score exp/flat/$(cat exp/flat/final_nnet_dir) exp/flat/mono/graph
+  fi
   decode_and_score $dir
   src=$dir
+  gmm_ali=; [ $gmm == true ] && gmm_ali=$kaldi_dir/$ali
   for k in $(seq 1 $realign_iters); do
     banner 4 "realignment round $k of $realign_iters: align with $src, retrain into ${dir}_re$k"
     # align data/train into ${dir}_ali<k>, compare with the GMM's, import, train ${dir}_re<k>
     steps/nnet/realign_round.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
       --device $device --init $realign_init --prior-scale $realign_prior_scale \
-      ${align_opts:+--align-opts "$align_opts"} --gmm-ali "$kaldi_dir/$ali" \
+      ${align_opts:+--align-opts "$align_opts"} ${gmm_ali:+--gmm-ali "$gmm_ali"} \
       --nproc $nproc ${parallel:+--parallel $parallel} --model-config $model_config \
       --batching-config $batching_config --schedule-config $schedule_config \
       ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
       ${train_opts:+--train-opts "$train_opts"} \
       ${realign_train_opts:+--round-train-opts "$realign_train_opts"} \
-      data/train data/train_tr90 data/train_cv10 "$kaldi_dir/$lang" $src ${dir}_ali$k ${dir}_re$k
+      data/train data/train_tr90 data/train_cv10 "$lang_dir" $src ${dir}_ali$k ${dir}_re$k
     decode_and_score ${dir}_re$k
     src=${dir}_re$k
   done
@@ -234,12 +366,23 @@ fi
 if run_stage 5; then
   banner 5 "summary"
   # the first of --decode-sets is the one set beside the GMM system's decode
-  recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" $dir $(printf "$dir/decode_%s " $decode_sets) \
-    | tee $dir/summary.txt
+  gmm_decode_opt=(--gmm-decode-dir "$kaldi_dir/$gmm_decode")
+  model_name="network on the alignments of $kaldi_dir/$ali"
+  if [ $gmm == false ]; then
+    gmm_decode_opt=()
+    flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
+    recipe_summary.py --model-name "flat-start monophone network (round $flat_rounds of $flat_rounds)" \
+      $flat_final $(printf "$flat_final/decode_%s " $decode_sets) | tee $flat_final/summary.txt
+    model_name="context-dependent network (exp/tri_ali: $(cat exp/ali_train/num_pdfs) pdfs)"
+    [ "$num_leaves" -gt 0 ] || model_name="monophone network on $flat_final's alignment"
+  fi
+  recipe_summary.py ${gmm_decode_opt[@]+"${gmm_decode_opt[@]}"} --model-name "$model_name" \
+    $dir $(printf "$dir/decode_%s " $decode_sets) | tee $dir/summary.txt
   for k in $(seq 1 $realign_iters); do
-    echo "realignment round $k: ${dir}_ali$k against the GMM's: $(json_get.py ${dir}_ali$k/compare_gmm.json \
+    [ $gmm == true ] && echo "realignment round $k: ${dir}_ali$k against the GMM's: $(json_get.py ${dir}_ali$k/compare_gmm.json \
       phone_agreement | tr -d '\n')% of frames on the same phone"
-    recipe_summary.py --gmm-decode-dir "$kaldi_dir/$gmm_decode" ${dir}_re$k \
+    recipe_summary.py ${gmm_decode_opt[@]+"${gmm_decode_opt[@]}"} \
+      --model-name "$model_name, realignment round $k" ${dir}_re$k \
       $(printf "${dir}_re$k/decode_%s " $decode_sets) \
       | tee ${dir}_re$k/summary.txt
   done

@@ -142,6 +142,25 @@ def write_map(path: str, items) -> None:
             w.write(key, value)
 
 
+def read_int_lists(path: str) -> List[List[int]]:
+    """A file of integer lines (Kaldi's ``ReadIntegerVectorVectorSimple``: ``phones/sets.int``,
+    ``extra_questions.int``), one list per non-empty line."""
+    if not os.path.isfile(path):
+        raise FormatError(f"missing file {path}")
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            words = line.split()
+            if not words:
+                continue
+            try:
+                out.append([int(w) for w in words])
+            except ValueError:
+                raise FormatError(f"{path}:{n}: expected integers, got {line.strip()[:60]!r}") \
+                    from None
+    return out
+
+
 def read_int_list(path: str, missing_ok: bool = False) -> List[int]:
     """A file of whitespace-separated integers (Kaldi's ``ReadIntegerVectorSimple``:
     ``phones/disambig.int``, ``oov.int``); ``missing_ok``: a missing file is empty."""
