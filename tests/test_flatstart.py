@@ -158,7 +158,7 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     s5 = make_recipe_copy(repo_dir, root / "s5")
     p = subprocess.run(
         ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
-         "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-rounds", "0",
+         "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-rounds", "0", "--flat-first-subset", "6",
          "--num-leaves", "40", "--model-config", "conf/tiny_model.conf",
          "--train-opts", "--max-iters=2", "--nj", "1"],
         cwd=s5, env=env, capture_output=True, text=True, timeout=900)
@@ -183,6 +183,12 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     # the monophone model, the CD tree (at most --num-leaves; on 9 utterances fewer leaves than
     # the monophone's 70 pdfs: its roots share their pdf-classes until the data splits them)
     mono = read_transition_model(str(s5 / "exp/flat/mono/final.mdl"))
+    # nnet0 trained on the 6 shortest of the 9 training utterances
+    short = (s5 / "exp/flat/data_tr_short6/utt2spk").read_text().split()[::2]
+    frames = dict(line.split() for line in (s5 / "data/train_tr90/utt2num_frames").open())
+    assert len(short) == 6 and max(int(frames[u]) for u in short) <= min(
+        int(n) for u, n in frames.items() if u not in short)
+    assert "data_tr_short6" in (s5 / "exp/flat/nnet0/log/train.log").read_text()
     assert (s5 / "exp/flat/final_nnet_dir").read_text().strip() == "nnet0"
     cd = read_transition_model(str(s5 / "exp/tri_ali/final.mdl"))
     assert read_tree(str(s5 / "exp/tri_ali/tree")).context_width == 3

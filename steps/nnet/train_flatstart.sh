@@ -22,6 +22,9 @@ num_rounds=3         # realign-and-retrain rounds after the first network
 round_init=scratch   # scratch: each round trains a new network | previous: goes on training
                      # the aligning one (steps/nnet/realign_round.sh --init)
 seed=0               # align_equal.py --seed: the random paths of the equal alignment
+first_subset=0       # >0: nnet0 trains on this many of the shortest training utterances
+                     # only (an equal alignment is closest to the truth on short ones; Kaldi's
+                     # train_mono.sh on utils/subset_data_dir.sh --shortest), the rounds on all
 data_tr=             # training part of <data-dir> (default: <data-dir>_tr90)
 data_cv=             # its cross-validation part (default: <data-dir>_cv10); both are made by
                      # utils/subset_data_dir_tr_cv.sh when missing
@@ -64,6 +67,7 @@ Options:
   --round-init scratch|previous # a round trains a new network, or goes on training the
                                # aligning one (default: $round_init)
   --seed <n>                   # seed of the equal alignment's paths (default: $seed)
+  --first-subset <n>           # nnet0 on the n shortest training utterances (default: $first_subset: all)
   --data-tr, --data-cv <dir>   # training/cv parts (default: <data-dir>_tr90, <data-dir>_cv10)
   --train-opts, --first-train-opts, --round-train-opts "<opts>"  # train.py options: all,
                                # the first network's, the rounds'
@@ -178,8 +182,13 @@ if [ -e "$dir/nnet0/final.nnet" ]; then
   echo "$dir/nnet0/final.nnet exists: skipping (delete it to train again)"
 else
   opts="$train_opts${first_train_opts:+${train_opts:+ }$first_train_opts}"
+  first_tr=$data_tr
+  if [ "$first_subset" -gt 0 ] && [ "$first_subset" -lt "$(wc -l < "$data_tr/utt2spk")" ]; then
+    first_tr=$dir/data_tr_short$first_subset
+    "$utils/subset_data_dir.sh" --shortest "$data_tr" "$first_subset" "$first_tr"
+  fi
   "$steps/nnet/train.sh" "${train_args[@]}" ${opts:+--train-opts "$opts"} \
-    "$data_tr" "$data_cv" "$lang" "${ali0}_targets" "${ali0}_targets" "$dir/nnet0"
+    "$first_tr" "$data_cv" "$lang" "${ali0}_targets" "${ali0}_targets" "$dir/nnet0"
 fi
 
 # 5. the rounds

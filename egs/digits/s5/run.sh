@@ -56,6 +56,8 @@ decode_sets=test     # data dirs under data/ each model decodes into <exp>/decod
                      # training: more words than a small test set to compare models on)
 flat_rounds=3        # --ali none: realign-and-retrain rounds of the monophone flat start
 flat_train_opts=     # --ali none: train.py options of the flat-start networks (after --train-opts)
+flat_first_subset=0  # --ali none: >0: the first flat-start network trains on this many of the
+                     # shortest utterances (steps/nnet/train_flatstart.sh --first-subset)
 num_leaves=1000      # --ali none: leaves of the context-dependent tree (0: no tree, the
                      # recipe's network is trained on the last monophone alignment)
 lm_arpa=             # --ali none and no G.fst in --lang: an ARPA LM (inside --kaldi-dir or
@@ -79,6 +81,7 @@ Options (default):
   --flat-rounds N, --num-leaves N  # --ali none: flat-start rounds ($flat_rounds), leaves of the
                                # CD tree ($num_leaves; 0: monophone network only)
   --flat-train-opts \"...\"      # --ali none: train.py options of the flat-start networks
+  --flat-first-subset N        # --ali none: the first network on the N shortest utterances ($flat_first_subset: all)
   --lm-arpa FILE, --lm-text FILE, --lm-order N  # --ali none, lang without G.fst: the LM
   --oov-word WORD              # --ali none, dict dir: the lexicon's OOV entry
   --use-kaldi-feats true|false # reuse the Kaldi dir's feats.scp/cmvn.scp ($use_kaldi_feats)
@@ -261,7 +264,7 @@ if run_stage 2 && [ $gmm == false ]; then
   fi
   flat_opts="$train_opts${flat_train_opts:+${train_opts:+ }$flat_train_opts}"
   steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
-    --num-rounds $flat_rounds --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
+    --num-rounds $flat_rounds --first-subset $flat_first_subset --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
     --model-config $model_config --batching-config $batching_config \
     --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
     ${flat_opts:+--train-opts "$flat_opts"} ${align_opts:+--align-opts "$align_opts"} \
