@@ -55,6 +55,8 @@ decode_sets=test     # data dirs under data/ each model decodes into <exp>/decod
                      # "test train_cv10" (train_cv10: the 10% of data/train held out from
                      # training: more words than a small test set to compare models on)
 flat_rounds=3        # --ali none: realign-and-retrain rounds of the monophone flat start
+flat_model_config=   # --ali none: model and batching confs of the flat-start networks
+flat_batching_config= # (default: --model-config, --batching-config)
 flat_train_opts=     # --ali none: train.py options of the flat-start networks (after --train-opts)
 flat_first_subset=0  # --ali none: >0: the first flat-start network trains on this many of the
                      # shortest utterances (steps/nnet/train_flatstart.sh --first-subset)
@@ -80,6 +82,8 @@ Options (default):
                                # dict dir (lexicon.txt, *_phones.txt: e.g. data/local/dict)
   --flat-rounds N, --num-leaves N  # --ali none: flat-start rounds ($flat_rounds), leaves of the
                                # CD tree ($num_leaves; 0: monophone network only)
+  --flat-model-config, --flat-batching-config  # --ali none: the flat-start networks' confs
+                               # (default: --model-config, --batching-config)
   --flat-train-opts \"...\"      # --ali none: train.py options of the flat-start networks
   --flat-first-subset N        # --ali none: the first network on the N shortest utterances ($flat_first_subset: all)
   --lm-arpa FILE, --lm-text FILE, --lm-order N  # --ali none, lang without G.fst: the LM
@@ -265,7 +269,8 @@ if run_stage 2 && [ $gmm == false ]; then
   flat_opts="$train_opts${flat_train_opts:+${train_opts:+ }$flat_train_opts}"
   steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
     --num-rounds $flat_rounds --first-subset $flat_first_subset --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
-    --model-config $model_config --batching-config $batching_config \
+    --model-config ${flat_model_config:-$model_config} \
+    --batching-config ${flat_batching_config:-$batching_config} \
     --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
     ${flat_opts:+--train-opts "$flat_opts"} ${align_opts:+--align-opts "$align_opts"} \
     data/train "$lang_dir" exp/flat
