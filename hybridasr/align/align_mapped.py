@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
 from hybridasr.align.viterbi import AlignOptions, align_utterance
@@ -24,15 +24,36 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class AlignReport:
+class TranscriptJobReport:
+    """What every alignment job counts: utterances, aligned ones and their frames, those
+    without a transcript (named), transcript words mapped to the OOV word."""
     utterances: int = 0
     aligned: int = 0
     frames: int = 0
-    retried: int = 0
-    failed: List[str] = field(default_factory=list)
     no_transcript: List[str] = field(default_factory=list)
     oov_words: int = 0
     utterances_with_oov: int = 0
+
+    def word_ids(self, lexicon: Lexicon, text: Dict[str, List[str]], utt: str,
+                 text_rspecifier: str) -> Optional[List[int]]:
+        """The word ids of ``utt``'s transcript (OOVs counted), or None (counted, named)
+        when it has none."""
+        self.utterances += 1
+        words = text.get(utt)
+        if words is None:
+            log.warning("utterance %s: no transcript in %s: skipped", utt, text_rspecifier)
+            self.no_transcript.append(utt)
+            return None
+        ids, n_oov = lexicon.word_ids(words, utt)
+        self.oov_words += n_oov
+        self.utterances_with_oov += n_oov > 0
+        return ids
+
+
+@dataclass
+class AlignReport(TranscriptJobReport):
+    retried: int = 0
+    failed: List[str] = field(default_factory=list)
     total_cost: float = 0.0
     graph_seconds: float = 0.0
     align_seconds: float = 0.0
@@ -59,16 +80,10 @@ def align_mapped(tree_path: str, model_path: str, lang_dir: str, loglikes_rspeci
     rep = AlignReport()
     with IntVectorWriter(ali_wspecifier) as writer:
         for utt, loglikes in read_matrices(loglikes_rspecifier):
-            rep.utterances += 1
-            words = text.get(utt)
-            if words is None:
-                log.warning("utterance %s: no transcript in %s: skipped", utt, text_rspecifier)
-                rep.no_transcript.append(utt)
-                continue
             t0 = time.perf_counter()
-            ids, n_oov = lexicon.word_ids(words, utt)
-            rep.oov_words += n_oov
-            rep.utterances_with_oov += n_oov > 0
+            ids = rep.word_ids(lexicon, text, utt, text_rspecifier)
+            if ids is None:
+                continue
             graph, local2tid = compiler.compile(ids, utt, compact=True)
             t1 = time.perf_counter()
             res = align_utterance(graph, tm, loglikes, align_opts, utt, local2tid)

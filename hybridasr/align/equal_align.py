@@ -17,6 +17,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from hybridasr.align.align_mapped import TranscriptJobReport
 from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
 from hybridasr.kaldi.io.matrix_lengths import feat_lengths
 from hybridasr.kaldi.io.table import read_text_rspecifier
@@ -38,14 +39,8 @@ class EqualAlignOptions:
 
 
 @dataclass
-class EqualAlignReport:
-    utterances: int = 0
-    aligned: int = 0
-    frames: int = 0
+class EqualAlignReport(TranscriptJobReport):
     too_short: List[str] = field(default_factory=list)
-    no_transcript: List[str] = field(default_factory=list)
-    oov_words: int = 0
-    utterances_with_oov: int = 0
 
     def to_dict(self) -> Dict:
         d = asdict(self)
@@ -140,15 +135,9 @@ def align_equal_compiled(tree_path: str, model_path: str, lang_dir: str, feats_r
     rep = EqualAlignReport()
     with IntVectorWriter(ali_wspecifier) as writer:
         for utt, n_frames in feat_lengths(feats_rspecifier).items():
-            rep.utterances += 1
-            words = text.get(utt)
-            if words is None:
-                log.warning("utterance %s: no transcript in %s: skipped", utt, text_rspecifier)
-                rep.no_transcript.append(utt)
+            ids = rep.word_ids(lexicon, text, utt, text_rspecifier)
+            if ids is None:
                 continue
-            ids, n_oov = lexicon.word_ids(words, utt)
-            rep.oov_words += n_oov
-            rep.utterances_with_oov += n_oov > 0
             graph = compiler.compile(ids, utt)
             ali = equal_align(graph, n_frames, utterance_rng(utt, opts.seed), opts.num_retries)
             if ali is None:
