@@ -160,7 +160,7 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
         ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
          "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-rounds", "0", "--flat-first-subset", "6",
          "--num-leaves", "40", "--model-config", "conf/tiny_model.conf",
-         "--train-opts", "--max-iters=2", "--nj", "1"],
+         "--train-opts", "--max-iters=1", "--nj", "1"],
         cwd=s5, env=env, capture_output=True, text=True, timeout=900)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-6000:]
