@@ -288,7 +288,12 @@ def test_a_saved_flat_data_config_still_loads():
     kept = {k: v for k, v in saved.items() if k != "tbptt"}  # empty: not TBPTT
     assert {k: d[k] for k in kept} == kept
     assert (c.strategy_options.bucket_width, c.transform.splice) == (250, 5)
-    assert {k: d[k] for k in set(d) - set(saved)} == {"global_norm_utts": 10000}
+    from hybridasr.data.spec_augment import SpecAugmentOptions
+    from hybridasr.options import defaults
+
+    assert {k: d[k] for k in set(d) - set(saved)} == {"global_norm_utts": 10000,
+                                                      **defaults(SpecAugmentOptions)}
+    assert not c.augment.enabled  # added since: off
     assert plan_epoch(LENGTHS, c, 1) == plan_epoch(LENGTHS, cfg(**saved), 1)
     with pytest.raises(ConfigError, match="unknown data config keys: bucket_size"):
         DataConfig.from_dict({**saved, "bucket_size": 3})

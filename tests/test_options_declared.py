@@ -14,6 +14,7 @@ from hybridasr.align.ali_tools import CtmOptions
 from hybridasr.align.equal_align import EqualAlignOptions
 from hybridasr.align.importer import ImportOptions
 from hybridasr.cli import add_options, make_parser
+from hybridasr.data.spec_augment import SpecAugmentOptions
 from hybridasr.decode.decoder import DecodeOptions
 from hybridasr.decode.forward import ForwardOptions
 from hybridasr.decode.loglikes import PriorOptions
@@ -43,6 +44,7 @@ DECLARED = {  # name: (declared class or spec list, the pybin scripts that regis
     "model": (model_options(), ["train"]),
     "schedule": (schedule_options(), ["train"]),
     "train": (TrainConfig, ["train"]),
+    "spec-augment": (SpecAugmentOptions, ["train"]),
     "forward": (ForwardOptions, ["forward", "frame_error_rate"]),
     "decode": (DecodeOptions, ["decode_faster_mapped"]),
     "priors": (PriorOptions, ["forward"]),

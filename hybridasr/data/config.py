@@ -1,7 +1,8 @@
 """``DataConfig``: every feature-transform and batching setting of the data pipeline, resolved.
 
-Three typed parts: ``transform`` (``hybridasr.features.transform.TransformOptions``, rebuilt at
-decode time from the model), the common batching and loading options declared here, and
+Four typed parts: ``transform`` (``hybridasr.features.transform.TransformOptions``, rebuilt at
+decode time from the model), ``augment`` (``hybridasr.data.spec_augment.SpecAugmentOptions``,
+training batches only), the common batching and loading options declared here, and
 ``strategy_options``, the ``Options`` of the strategy ``--seq-ordering`` chooses
 (``hybridasr.data.batching``). A ``DataConfig`` is checked when it is made and does not change
 afterwards: it builds its batching strategy once (``config.strategy``, which the epoch plans
@@ -19,6 +20,7 @@ from typing import Any, List, Optional
 from hybridasr.data.batching import (BatchingStrategy, Limits, chosen_options, make_strategy,
                                      strategy_option_specs, upgrade_saved)
 from hybridasr.data.chunking import Chunking
+from hybridasr.data.spec_augment import SpecAugmentOptions
 from hybridasr.errors import ConfigError
 from hybridasr.features.transform import TransformOptions
 from hybridasr.options import OptionSpec, check, from_values, option, option_specs
@@ -28,6 +30,8 @@ from hybridasr.options import OptionSpec, check, from_values, option, option_spe
 class DataConfig:
     # feature transform (rebuilt at decode time)
     transform: TransformOptions = field(default_factory=TransformOptions)
+    # SpecAugment masking of training batches (off for cross-validation: for_evaluation)
+    augment: SpecAugmentOptions = field(default_factory=SpecAugmentOptions)
     global_norm_utts: int = option(
         10000, "with --global-norm: the statistics come from this many training utterances, "
                "a random subset drawn with --seed (Kaldi nnet1 uses 10k), so start-up does "
@@ -78,6 +82,7 @@ class DataConfig:
     def __post_init__(self):
         check(self)  # types, choices and minimums of the common options
         self.transform.validate()
+        self.augment.validate()
         chunks = Chunking.parse(self.chunking, self.chunking_loss)
         strategy = make_strategy(self.seq_ordering, self.strategy_options,
                                  Limits(self.max_frames, self.max_seqs), self.randomizer_size)
@@ -89,8 +94,10 @@ class DataConfig:
         object.__setattr__(self, "chunks", chunks)
 
     def to_dict(self) -> dict:
-        """Flat: the transform's settings, the common options, the strategy's options."""
+        """Flat: the transform's settings, the masking, the common options, the strategy's
+        options."""
         d = {s.dest: getattr(self.transform, s.dest) for s in option_specs(TransformOptions)}
+        d.update((name, getattr(self.augment, name)) for name in _AUGMENT)
         d.update((name, getattr(self, name)) for name in _COMMON)
         d.update(dataclasses.asdict(self.strategy_options))
         return d
@@ -101,36 +108,40 @@ class DataConfig:
         those of every registered strategy are checked, the chosen one's kept."""
         d = upgrade_saved(dict(d))  # a strategy reads what an older version saved
         own = {s.dest for s in strategy_specs()}
-        unknown = sorted(set(d) - set(_COMMON) - set(_TRANSFORM) - own)
+        unknown = sorted(set(d) - set(_COMMON) - set(_TRANSFORM) - set(_AUGMENT) - own)
         if unknown:
             raise ConfigError(f"unknown data config keys: {', '.join(unknown)}")
         common = {k: v for k, v in d.items() if k in _COMMON}
         ordering = common.get("seq_ordering", _COMMON["seq_ordering"].default)
         return cls(transform=from_values(TransformOptions,
                                          {k: v for k, v in d.items() if k in _TRANSFORM}),
+                   augment=from_values(SpecAugmentOptions,
+                                       {k: v for k, v in d.items() if k in _AUGMENT}),
                    strategy_options=chosen_options(ordering, {k: d[k] for k in own if k in d}),
                    **common)
 
     def for_evaluation(self) -> "DataConfig":
         """Cross-validation batches: whole utterances of any length sorted by length (no
         chunks, no length limit: one longer than max_frames gets a batch of its own; no
-        strategy options), each utterance once (no repeated passes)."""
+        strategy options), each utterance once (no repeated passes), nothing masked."""
         return dataclasses.replace(
-            self, seq_ordering="sorted", strategy_options=None, chunking="",
-            chunking_loss="all", min_batches_per_epoch=0, max_seq_length=0,
+            self, augment=SpecAugmentOptions(), seq_ordering="sorted", strategy_options=None,
+            chunking="", chunking_loss="all", min_batches_per_epoch=0, max_seq_length=0,
             max_frames=max(self.max_frames, _COMMON["max_frames"].default)
             if self.max_frames else 0)
 
 
 _COMMON = {s.dest: s for s in option_specs(DataConfig)}
 _TRANSFORM = {s.dest: s for s in option_specs(TransformOptions)}
+_AUGMENT = {s.dest: s for s in option_specs(SpecAugmentOptions)}
 
 
 def strategy_specs(with_help: bool = False) -> List[OptionSpec]:
     """Every registered strategy's options (``strategy_option_specs``); none may take a
-    common or transform option's name."""
+    common, transform or masking option's name."""
     specs = strategy_option_specs(with_help)
-    clash = sorted(s.flag for s in specs if s.dest in _COMMON or s.dest in _TRANSFORM)
+    clash = sorted(s.flag for s in specs
+                   if s.dest in _COMMON or s.dest in _TRANSFORM or s.dest in _AUGMENT)
     if clash:
         raise ValueError(f"batching strategies declare {', '.join(clash)}, which the data "
                          f"pipeline already has")

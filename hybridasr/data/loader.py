@@ -9,6 +9,11 @@ worker ahead: memory stays bounded. A unit reads each of its
 utterances once (the dataset keeps them while their chunks or pieces are cut), and the
 batches are the same whatever the number of workers.
 
+With ``config.augment`` (``hybridasr.data.spec_augment``), each loaded sequence is masked,
+with draws seeded by (seed, epoch, the unit's place in the epoch, utterance, first frame):
+the same batches whatever the workers and wherever the epoch was resumed. Evaluation configs
+(``DataConfig.for_evaluation``) mask nothing.
+
 ``skip_batches``: an epoch resumed at a batch (``hybridasr.train.partial``) leaves out the
 units before it unread; only a unit that the resume point cuts through is loaded, and its
 first batches dropped.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from functools import partial
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Optional
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -26,6 +31,7 @@ from hybridasr.data.batch import Batch, collate
 from hybridasr.data.batching import BatchPlan
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
+from hybridasr.data.spec_augment import SpecAugment, make_spec_augment
 from hybridasr.errors import ConfigError
 from hybridasr.features.transform import IGNORE_INDEX
 
@@ -52,9 +58,22 @@ def _holding(dataset, items):
     return contextlib.nullcontext()
 
 
-def load_item(dataset, it):
-    """(feats, targets) of one item; targets outside its ``counted`` frames are ignored."""
+class _Masking:
+    """SpecAugment of one plan unit (``unit``: its index in the epoch's plan)."""
+
+    def __init__(self, augment: SpecAugment, unit: int):
+        self.augment, self.unit = augment, unit
+
+    def __call__(self, x, it):
+        return self.augment.apply(x, self.unit, it.utt, it.start)
+
+
+def load_item(dataset, it, mask=None):
+    """(feats, targets) of one item; targets outside its ``counted`` frames are ignored;
+    ``mask``: a ``_Masking`` (training) or None."""
     x, y = dataset.load(it.utt, it.start, it.end)
+    if mask is not None and len(x):
+        x = mask(x, it)
     if it.counted is not None and y is not None:
         lo, hi = it.counted
         y = y.copy()  # may be a view of the dataset's cached targets
@@ -63,39 +82,46 @@ def load_item(dataset, it):
     return x, y
 
 
-def read_items(dataset, items) -> list:
+def read_items(dataset, items, mask=None) -> list:
     """(feats, targets) of each item; an utterance giving several is read once."""
     with _holding(dataset, items):
-        return [load_item(dataset, it) for it in items]
+        return [load_item(dataset, it, mask) for it in items]
 
 
-def load_batch(dataset, plan: BatchPlan, dim: int) -> Batch:
-    rows = [None if it is None else load_item(dataset, it) for it in plan.items]
+def load_batch(dataset, plan: BatchPlan, dim: int, mask=None) -> Batch:
+    rows = [None if it is None else load_item(dataset, it, mask) for it in plan.items]
     keys = ["" if it is None else it.utt for it in plan.items]
     spans = [(0, 0) if it is None else (it.start, it.end) for it in plan.items]
     return collate(rows, keys, spans, dim, plan.reset, plan.carry_state)
 
 
-def load_plan(dataset, plan, dim: int):
+def load_plan(dataset, plan, dim: int, mask=None):
     """One plan unit loaded (in a worker): a list of Batches, or what a strategy's own plan
-    type loads (whose ``batches()`` the training process calls)."""
+    type loads (whose ``batches()`` the training process calls); ``mask``: its
+    ``_Masking`` or None."""
     if not isinstance(plan, (BatchPlan, list)):
-        return plan.load(partial(read_items, dataset), dim)
+        return plan.load(partial(read_items, dataset, mask=mask), dim)
     if isinstance(plan, BatchPlan):
         plan = [plan]
     with _holding(dataset, [it for b in plan for it in b.items]):
-        return [load_batch(dataset, b, dim) for b in plan]
+        return [load_batch(dataset, b, dim, mask) for b in plan]
 
 
 class _PlanUnits(Dataset):
-    def __init__(self, dataset, plans, dim: int):
+    """The units still to load; ``first``: the index of the first in the epoch's plan,
+    ``augment``: the epoch's masking or None."""
+
+    def __init__(self, dataset, plans, dim: int, first: int = 0,
+                 augment: Optional[SpecAugment] = None):
         self.dataset, self.plans, self.dim = dataset, plans, dim
+        self.first, self.augment = first, augment
 
     def __len__(self):
         return len(self.plans)
 
     def __getitem__(self, i):
-        return load_plan(self.dataset, self.plans[i], self.dim)
+        mask = None if self.augment is None else _Masking(self.augment, self.first + i)
+        return load_plan(self.dataset, self.plans[i], self.dim, mask)
 
 
 def _identity(x):
@@ -115,7 +141,9 @@ class BatchIterator:
         self.skip_batches = skip_batches
         self.rank, self.world_size, self.pin_memory = rank, world_size, pin_memory
         self.plans = plan_epoch(dataset.output_lengths, config, epoch, rank, world_size)
-        self.dim = dataset.transform.output_dim(dataset.feature_dim())
+        channels = dataset.feature_dim()
+        self.dim = dataset.transform.output_dim(channels)
+        self.augment = make_spec_augment(config.augment, config.seed, epoch, channels)
         self.strategy = config.strategy
         cached = self.strategy.cached_utterances()
         if cached and hasattr(dataset, "cache_utts"):  # e.g. windows of utterances in a row
@@ -132,7 +160,8 @@ class BatchIterator:
         return s
 
     def _units_after_skip(self):
-        """The plan units still to load, and how many batches of the first to drop."""
+        """The plan units still to load, the index of the first, and how many batches of it
+        to drop."""
         units, skip = plan_units(self.plans), self.skip_batches
         if not 0 <= skip <= len(self):
             raise ConfigError(f"epoch {self.epoch}: cannot resume after batch {skip}: the "
@@ -144,11 +173,11 @@ class BatchIterator:
                 break
             skip -= n
             first += 1
-        return units[first:], skip
+        return units[first:], first, skip
 
     def __iter__(self) -> Iterator[Batch]:
-        todo, drop = self._units_after_skip()
-        units = _PlanUnits(self.dataset, todo, self.dim)
+        todo, first, drop = self._units_after_skip()
+        units = _PlanUnits(self.dataset, todo, self.dim, first, self.augment)
         workers = self.config.num_workers
         kwargs = dict(batch_size=None, shuffle=False, collate_fn=_identity,
                       num_workers=workers, pin_memory=self.pin_memory)

@@ -1,5 +1,5 @@
 """The data pipeline's options as declared (the feature transform's ``TransformOptions``,
-``DataConfig``'s, every registered batching strategy's), for a ``pybin/`` script to register with ``hybridasr.cli.add_options``::
+SpecAugment's ``SpecAugmentOptions``, ``DataConfig``'s, every registered batching strategy's), for a ``pybin/`` script to register with ``hybridasr.cli.add_options``::
 
     for title, declared in data_option_sets():
         add_options(p, declared, title)
@@ -17,6 +17,7 @@ from typing import List, Tuple
 
 from hybridasr.data.batching.registry import common_option_notes, seq_ordering_help
 from hybridasr.data.config import DataConfig, strategy_specs
+from hybridasr.data.spec_augment import SpecAugmentOptions
 from hybridasr.features.cmvn import parse_cmvn_opts
 from hybridasr.features.transform import TransformOptions
 from hybridasr.options import OptionSpec, option, option_specs
@@ -33,8 +34,8 @@ class CmvnOpts:
 
 
 def data_option_sets() -> List[Tuple[str, List[OptionSpec]]]:
-    """(title, options) of the feature transform and of batching: the common options, with
-    what the strategies say about them, and every registered strategy's own."""
+    """(title, options) of the feature transform, of SpecAugment and of batching: the common
+    options, with what the strategies say about them, and every registered strategy's own."""
     features = []
     for s in option_specs(TransformOptions):
         features.append(s)
@@ -50,6 +51,7 @@ def data_option_sets() -> List[Tuple[str, List[OptionSpec]]]:
         if s.dest == "seq_ordering":
             batching.extend(strategy_specs(with_help=True))
     return [("features (rebuilt at decode time from the model)", features),
+            ("SpecAugment masking (training batches only)", option_specs(SpecAugmentOptions)),
             ("batching", batching)]
 
 
@@ -57,6 +59,7 @@ def data_config_from_args(args) -> DataConfig:
     """The ``DataConfig`` of parsed options (``--cmvn-opts`` wins over ``--norm-means`` and
     ``--norm-vars``): its strategy is built here, once."""
     names = [s.dest for s in option_specs(TransformOptions)] + \
+        [s.dest for s in option_specs(SpecAugmentOptions)] + \
         [s.dest for s in option_specs(DataConfig)] + [s.dest for s in strategy_specs()]
     d = {name: getattr(args, name) for name in names if hasattr(args, name)}
     cmvn_opts = getattr(args, "cmvn_opts", "") or ""
