@@ -33,6 +33,8 @@ class TranscriptJobReport:
     no_transcript: List[str] = field(default_factory=list)
     oov_words: int = 0
     utterances_with_oov: int = 0
+    normalized_words: int = 0  # found in words.txt lower-cased / without punctuation
+    dropped_tokens: int = 0    # punctuation-only tokens left out
 
     def word_ids(self, lexicon: Lexicon, text: Dict[str, List[str]], utt: str,
                  text_rspecifier: str) -> Optional[List[int]]:
@@ -44,7 +46,10 @@ class TranscriptJobReport:
             log.warning("utterance %s: no transcript in %s: skipped", utt, text_rspecifier)
             self.no_transcript.append(utt)
             return None
+        before = lexicon.normalized, lexicon.dropped
         ids, n_oov = lexicon.word_ids(words, utt)
+        self.normalized_words += lexicon.normalized - before[0]
+        self.dropped_tokens += lexicon.dropped - before[1]
         self.oov_words += n_oov
         self.utterances_with_oov += n_oov > 0
         return ids
@@ -74,7 +79,7 @@ def align_mapped(tree_path: str, model_path: str, lang_dir: str, loglikes_rspeci
                  align_opts: AlignOptions = AlignOptions()) -> AlignReport:
     tm = read_transition_model(model_path)
     tree = read_tree(tree_path)
-    lexicon = Lexicon(lang_dir)
+    lexicon = Lexicon(lang_dir, graph_opts.normalize_unknown)
     compiler = TrainingGraphCompiler(tm, tree, lexicon, graph_opts)
     text = read_text_rspecifier(text_rspecifier)
     rep = AlignReport()
@@ -101,7 +106,9 @@ def align_mapped(tree_path: str, model_path: str, lang_dir: str, loglikes_rspeci
             rep.frames += len(res.alignment)
             rep.total_cost += res.cost
     log.info("aligned %d of %d utterances (%d frames; %d retried, %d failed, %d without "
-             "transcript); %d words mapped to the OOV word in %d utterances",
-             rep.aligned, rep.utterances, rep.frames, rep.retried, len(rep.failed),
-             len(rep.no_transcript), rep.oov_words, rep.utterances_with_oov)
+             "transcript); %d words mapped to the OOV word in %d utterances; %d found in "
+             "words.txt once lower-cased or stripped of punctuation, %d punctuation tokens "
+             "left out", rep.aligned, rep.utterances, rep.frames, rep.retried,
+             len(rep.failed), len(rep.no_transcript), rep.oov_words, rep.utterances_with_oov,
+             rep.normalized_words, rep.dropped_tokens)
     return rep

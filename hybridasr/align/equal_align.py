@@ -129,7 +129,7 @@ def align_equal_compiled(tree_path: str, model_path: str, lang_dir: str, feats_r
     read) aligned equally on their transcripts' training graphs."""
     tm = read_transition_model(model_path)
     tree = read_tree(tree_path)
-    lexicon = Lexicon(lang_dir)
+    lexicon = Lexicon(lang_dir, graph_opts.normalize_unknown)
     compiler = TrainingGraphCompiler(tm, tree, lexicon, graph_opts)
     text = read_text_rspecifier(text_rspecifier)
     rep = EqualAlignReport()
@@ -149,7 +149,8 @@ def align_equal_compiled(tree_path: str, model_path: str, lang_dir: str, feats_r
             rep.aligned += 1
             rep.frames += len(ali)
     log.info("aligned %d of %d utterances equally (%d frames); %d too short for their "
-             "transcript, %d without transcript; %d words mapped to the OOV word",
+             "transcript, %d without transcript; %d words mapped to the OOV word, %d found "
+             "once lower-cased or stripped of punctuation, %d punctuation tokens left out",
              rep.aligned, rep.utterances, rep.frames, len(rep.too_short),
-             len(rep.no_transcript), rep.oov_words)
+             len(rep.no_transcript), rep.oov_words, rep.normalized_words, rep.dropped_tokens)
     return rep

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -46,13 +47,19 @@ class GraphOptions:
                                           "to the acoustics)")
     self_loop_scale: float = option(0.1, "scale of the self-loop probabilities (relative "
                                          "to the acoustics)")
+    normalize_unknown: bool = option(True, "a transcript word missing from words.txt is "
+                                           "looked up again lower-cased and without leading "
+                                           "and trailing punctuation (counted); a token of "
+                                           "punctuation only is left out (counted); false: "
+                                           "every such word is the OOV word, as Kaldi's "
+                                           "sym2int.pl --map-oov")
 
 
 class Lexicon:
     """What a lang dir gives training graphs: ``L.fst`` (sorted on its output labels), the
     disambiguation phones, ``words.txt`` and the OOV word's id."""
 
-    def __init__(self, lang_dir: str):
+    def __init__(self, lang_dir: str, normalize_unknown: bool = False):
         import kaldifst
 
         self.lang_dir = lang_dir
@@ -70,13 +77,24 @@ class Lexicon:
             os.path.join(lang_dir, "words.txt")).items()}
         oov = read_int_list(os.path.join(lang_dir, "oov.int"), missing_ok=True)
         self.oov_id: Optional[int] = oov[0] if oov else None
+        self.normalize_unknown = normalize_unknown
+        self.normalized = 0  # words found after normalising (counts over all calls)
+        self.dropped = 0     # punctuation-only tokens left out
 
     def word_ids(self, words: Sequence[str], utt: str = "") -> Tuple[List[int], int]:
-        """Word ids of a transcript, words missing from words.txt as ``oov.int``; returns
+        """Word ids of a transcript, words missing from words.txt as ``oov.int`` (with
+        ``normalize_unknown``: first looked up normalised, see ``GraphOptions``); returns
         (ids, number of OOVs). Without ``oov.int`` an unknown word is an error."""
         ids, n_oov = [], 0
         for w in words:
             i = self.word2id.get(w)
+            if i is None and self.normalize_unknown:
+                norm = _strip_punctuation(w.lower())
+                if not norm:
+                    self.dropped += 1
+                    continue
+                i = self.word2id.get(norm)
+                self.normalized += i is not None
             if i is None:
                 if self.oov_id is None:
                     raise FormatError(f"utterance {utt}: word {w!r} is not in "
@@ -84,6 +102,16 @@ class Lexicon:
                 i, n_oov = self.oov_id, n_oov + 1
             ids.append(i)
         return ids, n_oov
+
+
+def _strip_punctuation(word: str) -> str:
+    """``word`` without leading and trailing Unicode punctuation (categories P*)."""
+    a, b = 0, len(word)
+    while a < b and unicodedata.category(word[a]).startswith("P"):
+        a += 1
+    while b > a and unicodedata.category(word[b - 1]).startswith("P"):
+        b -= 1
+    return word[a:b]
 
 
 class HmmTemplate:

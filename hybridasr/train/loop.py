@@ -1,5 +1,5 @@
-"""One pass over a rank's batches: training (forward, frame cross-entropy, backward, update)
-or evaluation (loss and frame error rate only).
+"""One pass over a rank's batches: training (forward, frame cross-entropy or another
+objective, backward, update) or evaluation (loss and frame error rate only).
 
 The loss of a batch is the sum of frame cross-entropies over its real (unpadded) frames
 divided by the frames of the whole step, over all ranks under DDP: DDP's gradient mean then
@@ -113,7 +113,7 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
               what: str = "train", total_batches: int = 0,
               progress_every: float = 30.0, check_every: int = 0,
               resume: Optional[EpochStats] = None, rng_state: Optional[dict] = None,
-              checkpoints=None) -> EpochStats:
+              checkpoints=None, objective=None) -> EpochStats:
     """Trains on (``optimizer`` given) or evaluates ``batches``; returns this rank's stats
     (``EpochStats.reduce`` sums them over ranks).
 
@@ -126,7 +126,11 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
     Loss and error counts accumulate on the device; the host reads them back (a GPU sync)
     only every ``check_every`` batches (default: every batch on the CPU, every 32 on a GPU),
     which is also when a NaN/inf loss is noticed; under DDP every step exchanges the frame
-    count and a NaN flag anyway."""
+    count and a NaN flag anyway.
+
+    ``objective``: None for frame cross-entropy against the batch's targets; otherwise a
+    callable ``(logits [B, T, P], batch) -> (loss, reported loss, errors, frames)``
+    (``hybridasr.train.fullsum``)."""
     training = optimizer is not None
     model.train(training)
     stats = EpochStats() if resume is None else dataclasses.replace(resume, extra={})
@@ -155,12 +159,18 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
             targets = batch.targets.to(device, non_blocking=True)
             with autocast:
                 logits, state = _model_outputs(model, feats, batch.lengths, state, carry)
-            logits = logits.float().reshape(-1, logits.shape[-1])
-            flat = targets.reshape(-1)
-            loss_sum = F.cross_entropy(logits, flat, ignore_index=IGNORE_INDEX, reduction="sum")
-            with torch.no_grad():
-                err_acc += ((logits.argmax(-1) != flat) & (flat != IGNORE_INDEX)).sum()
-                loss_acc += loss_sum.detach()
+            if objective is None:
+                logits = logits.float().reshape(-1, logits.shape[-1])
+                flat = targets.reshape(-1)
+                loss_sum = F.cross_entropy(logits, flat, ignore_index=IGNORE_INDEX,
+                                           reduction="sum")
+                reported = loss_sum.detach()
+                with torch.no_grad():
+                    err_acc += ((logits.argmax(-1) != flat) & (flat != IGNORE_INDEX)).sum()
+            else:
+                loss_sum, reported, errors, num = objective(logits, batch)
+                err_acc += errors
+            loss_acc += reported
             stats.batches += 1
             check = stats.batches % check_every == 0
             finite = True

@@ -4,11 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hybridasr.models.device import DeviceOptions
+from hybridasr.train.fullsum import ObjectiveOptions
 from hybridasr.options import check, from_values, option
 
 
 @dataclass
-class TrainConfig(DeviceOptions):
+class TrainConfig(ObjectiveOptions, DeviceOptions):
     """The trainer's settings (``--device`` is every model-running tool's; one ``--seed``, a
     data option, seeds the initialisation, batch order and dropout)."""
     optimizer: str = option("adam", "adam | sgd (with --momentum)", choices=("adam", "sgd"))

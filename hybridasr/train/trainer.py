@@ -27,6 +27,7 @@ from hybridasr.train import partial
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
                                          broadcast_parameters, init_distributed, shutdown,
                                          stop_on_lost_peer)
+from hybridasr.train.fullsum import FullSumObjective, check_objective
 from hybridasr.train.loop import EpochStats, run_epoch
 from hybridasr.train.metrics import plot_curves, write_metrics
 from hybridasr.train.options import TrainConfig
@@ -66,6 +67,7 @@ class Trainer:
         from hybridasr.models.factory import model_class
 
         dcfg.strategy.check_model(model_class(mcfg["model"]), mcfg["model"])  # TBPTT: lstm
+        check_objective(tcfg, dcfg.strategy, bool(dcfg.chunks))
         self.inp, self.dcfg, self.mcfg, self.tcfg, self.schedule = inputs, dcfg, mcfg, tcfg, \
             schedule
         self.info = info or init_distributed(tcfg.device, tcfg.parallel)
@@ -117,6 +119,11 @@ class Trainer:
                 self.tr.fit_transform(stats, **fit)
         self.input_dim = self.transform.output_dim(self.tr.feature_dim())
         self.cv_dcfg = cv_config(self.dcfg)
+        self.objective = None
+        if self.tcfg.objective == "fullsum":
+            self.objective = FullSumObjective(
+                self.tcfg, [(self.tr, os.path.join(inp.data_tr, "text")),
+                            (self.cv, os.path.join(inp.data_cv, "text"))], self.num_pdfs)
 
     def meta(self, **extra) -> dict:
         m = {"transform": self.transform.to_dict(), "num_pdfs": self.num_pdfs,
@@ -165,7 +172,7 @@ class Trainer:
         it = make_batch_iterator(self.cv, self.cv_dcfg, 0, self.info.rank, self.info.world_size,
                                  pin_memory=self.dev.type == "cuda")
         s = run_epoch(model, it, self.info, amp=self.tcfg.amp, what="cv", total_batches=len(it),
-                      progress_every=self.tcfg.progress_every)
+                      progress_every=self.tcfg.progress_every, objective=self.objective)
         return s.reduce(self.info)
 
     def train_epoch(self, model, optimizer, epoch: int,
@@ -201,7 +208,8 @@ class Trainer:
                       clip_grad_norm=self.tcfg.clip_grad_norm, amp=self.tcfg.amp,
                       averager=averager, ddp=ddp, what=f"epoch {epoch}",
                       total_batches=len(it), progress_every=self.tcfg.progress_every,
-                      resume=resume, rng_state=rng, checkpoints=checkpoints)
+                      resume=resume, rng_state=rng, checkpoints=checkpoints,
+                      objective=self.objective)
         s = s.reduce(self.info)
         s.extra["padding_ratio"] = plan.get("padding_ratio")
         if averager is not None:

@@ -2,14 +2,17 @@
 # GMM-free training of a hybrid network from transcripts (Senior et al. 2014, "GMM-free DNN
 # training"; Kaldi's train_mono.sh without the GMM): a monophone tree and transition model from
 # the lang dir (init_mono.py, as gmm-init-mono), an equal alignment of each utterance on its
-# training graph (align_equal.py, as align-equal-compiled), a first network trained on it, then
-# --num-rounds rounds of realign-and-retrain (steps/nnet/realign_round.sh). Every alignment is
-# an ordinary Kaldi alignment dir. Writes into <exp-dir>:
+# training graph (align_equal.py, as align-equal-compiled), a first network trained by
+# Baum-Welch over every path of each training graph (--first-objective fullsum, the default:
+# train.py --objective=fullsum; RASR/RETURNN's full-sum training from scratch) or on the equal
+# alignment (ce), then --num-rounds rounds of realign-and-retrain
+# (steps/nnet/realign_round.sh). Every alignment is an ordinary Kaldi alignment dir. Writes
+# into <exp-dir>:
 #   mono/       tree, final.mdl (the TransitionModel alone), phones.txt
 #   ali0/       the equal alignment (ali.JOB.gz, final.mdl, tree, num_jobs,
 #               log/align_report.JOB.json: utterances too short for their transcript or
 #               without one are skipped and named there), ali0_targets/ (imported)
-#   nnet0/      the network trained on it (what steps/nnet/train.sh leaves)
+#   nnet0/      the first network (what steps/nnet/train.sh leaves)
 #   ali<k>/, ali<k>_targets/, nnet<k>/   round k: aligned with nnet<k-1>, trained on it
 #   final_nnet_dir  the name of the last network dir (nnet<num-rounds>)
 # Each part is skipped when done, so an interrupted run goes on where it stopped.
@@ -29,6 +32,12 @@ data_tr=             # training part of <data-dir> (default: <data-dir>_tr90)
 data_cv=             # its cross-validation part (default: <data-dir>_cv10); both are made by
                      # utils/subset_data_dir_tr_cv.sh when missing
 train_opts=          # more train.py options, every network
+first_objective=fullsum # nnet0's objective: fullsum: Baum-Welch over each utterance's
+                     # training graph (train.py --objective=fullsum: every path of the
+                     # transcript, re-weighted by the network at each batch; the equal
+                     # alignment then only gives frame counts) | ce: frame cross-entropy on the
+                     # equal alignment (a BLSTM learns where in the utterance a label falls)
+fullsum_opts="--fullsum-prior-scale=0.5" # train.py options of nnet0 with --first-objective fullsum
 first_train_opts="--keep-lr-iters=2" # train.py options of nnet0 only (after --train-opts):
                      # its first epochs are kept whatever the cv loss, which on equal
                      # alignments says little (on 9 utterances none beat the initial model)
@@ -67,6 +76,9 @@ Options:
   --round-init scratch|previous # a round trains a new network, or goes on training the
                                # aligning one (default: $round_init)
   --seed <n>                   # seed of the equal alignment's paths (default: $seed)
+  --first-objective fullsum|ce # nnet0: Baum-Welch on the training graphs, or cross-entropy
+                               # on the equal alignment (default: $first_objective)
+  --fullsum-opts "<opts>"      # train.py options of a fullsum nnet0 (default: "$fullsum_opts")
   --first-subset <n>           # nnet0 on the n shortest training utterances (default: $first_subset: all)
   --data-tr, --data-cv <dir>   # training/cv parts (default: <data-dir>_tr90, <data-dir>_cv10)
   --train-opts, --first-train-opts, --round-train-opts "<opts>"  # train.py options: all,
@@ -87,6 +99,10 @@ dir=$3
 steps=$(cd "$(dirname "$0")/.." && pwd)
 utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 
+case "$first_objective" in
+  fullsum|ce) ;;
+  *) echo "$0: --first-objective is fullsum or ce, not '$first_objective'" >&2; exit 1 ;;
+esac
 case "$round_init" in
   previous|scratch) ;;
   *) echo "$0: --round-init is scratch or previous, not '$round_init'" >&2; exit 1 ;;
@@ -182,6 +198,10 @@ if [ -e "$dir/nnet0/final.nnet" ]; then
   echo "$dir/nnet0/final.nnet exists: skipping (delete it to train again)"
 else
   opts="$train_opts${first_train_opts:+${train_opts:+ }$first_train_opts}"
+  if [ "$first_objective" == fullsum ]; then
+    opts="$opts --objective=fullsum --fullsum-model-dir=$dir/mono --fullsum-lang=$lang"
+    opts="$opts${fullsum_opts:+ $fullsum_opts}"
+  fi
   first_tr=$data_tr
   if [ "$first_subset" -gt 0 ] && [ "$first_subset" -lt "$(wc -l < "$data_tr/utt2spk")" ]; then
     first_tr=$dir/data_tr_short$first_subset
@@ -194,8 +214,14 @@ fi
 # 5. the rounds
 for k in $(seq 1 $num_rounds); do
   echo "$0: round $k of $num_rounds: align with $dir/nnet$((k - 1)), train $dir/nnet$k"
+  args=("${round_args[@]}")
+  # a fullsum nnet0's pdf counts are the equal alignment's, not its own: it aligns with its
+  # posteriors (its objective has no prior to divide out)
+  if [ $k -eq 1 ] && [ "$first_objective" == fullsum ] && [ -z "$prior_scale" ]; then
+    args+=(--prior-scale 0)
+  fi
   # shellcheck disable=SC2086
-  "$steps/nnet/realign_round.sh" "${round_args[@]}" ${align_opts:+--align-opts "$align_opts"} \
+  "$steps/nnet/realign_round.sh" "${args[@]}" ${align_opts:+--align-opts "$align_opts"} \
     ${train_opts:+--train-opts "$train_opts"} \
     ${round_train_opts:+--round-train-opts "$round_train_opts"} \
     "$data" "$data_tr" "$data_cv" "$lang" "$dir/nnet$((k - 1))" "$dir/ali$k" "$dir/nnet$k"
