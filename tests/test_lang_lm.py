@@ -392,3 +392,19 @@ def test_clis_exit_non_zero_on_bad_input(tmp_path, kaldi_digits, env_with_path):
           f"--read-symbol-table={kaldi_digits}/data/lang/words.txt",
           kaldi_digits / "data/local/tmp/lm.arpa", tmp_path / "G.fst"], env_with_path)
     _assert_same_g(tmp_path / "G.fst", kaldi_digits / "data/lang/G.fst")
+
+
+def test_words_outside_the_vocabulary_are_looked_up_normalised(tmp_path):
+    """kaldi_polish's corpus.txt in its authors' spelling against its lexicon's words."""
+    from hybridasr.lang.ngram import LmSummary, read_sentences
+
+    text = tmp_path / "corpus.txt"
+    text.write_text("Nie , tylko, „Boga” Xqzzy\n- ,,\n", encoding="utf-8")
+    vocab = {"nie", "tylko", "boga", "<UNK>"}
+    s = LmSummary()
+    assert list(read_sentences(str(text), vocab=vocab, summary=s)) == [
+        ["nie", "tylko", "boga", "<UNK>"]]
+    assert (s.normalized_words, s.dropped_tokens, s.oov_words, s.sentences) == (3, 3, 1, 1)
+    s = LmSummary()
+    got = list(read_sentences(str(text), vocab=vocab, summary=s, normalize_unknown=False))
+    assert got == [["<UNK>"] * 5, ["<UNK>"] * 2] and s.oov_words == 7

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-import unicodedata
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -35,6 +34,7 @@ from hybridasr.kaldi.symbol_table import read_symbol_table
 from hybridasr.kaldi.transition_model import TransitionModel
 from hybridasr.kaldi.tree import ContextDependency
 from hybridasr.options import option
+from hybridasr.utils.words import normalized_word
 
 __all__ = ["GraphOptions", "Lexicon", "TrainingGraphCompiler", "HmmTemplate", "accepts",
            "graph_path_cost"]
@@ -89,12 +89,13 @@ class Lexicon:
         for w in words:
             i = self.word2id.get(w)
             if i is None and self.normalize_unknown:
-                norm = _strip_punctuation(w.lower())
-                if not norm:
+                norm = normalized_word(w, self.word2id)
+                if norm == "":
                     self.dropped += 1
                     continue
-                i = self.word2id.get(norm)
-                self.normalized += i is not None
+                if norm is not None:
+                    i = self.word2id[norm]
+                    self.normalized += 1
             if i is None:
                 if self.oov_id is None:
                     raise FormatError(f"utterance {utt}: word {w!r} is not in "
@@ -102,16 +103,6 @@ class Lexicon:
                 i, n_oov = self.oov_id, n_oov + 1
             ids.append(i)
         return ids, n_oov
-
-
-def _strip_punctuation(word: str) -> str:
-    """``word`` without leading and trailing Unicode punctuation (categories P*)."""
-    a, b = 0, len(word)
-    while a < b and unicodedata.category(word[a]).startswith("P"):
-        a += 1
-    while b > a and unicodedata.category(word[b - 1]).startswith("P"):
-        b -= 1
-    return word[a:b]
 
 
 class HmmTemplate:

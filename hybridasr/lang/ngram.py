@@ -48,6 +48,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.lang.arpa import BOS, EOS, LOG_ZERO, open_text, split_fields, write_arpa
 from hybridasr.options import option
+from hybridasr.utils.words import normalized_word
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,11 @@ class NgramOptions:
                                       "oov.txt); empty: such words are dropped")
     has_utt_ids: bool = option(False, "the first field of each line is an utterance id "
                                       "(Kaldi's data/*/text)")
+    normalize_unknown: bool = option(True, "with --vocab: a word outside it is looked up "
+                                           "again lower-cased and without leading and "
+                                           "trailing punctuation (counted); a token of "
+                                           "punctuation only is left out (counted); false: "
+                                           "every such word is --oov-symbol")
 
 
 @dataclass
@@ -77,6 +83,8 @@ class LmSummary:
     sentences: int = 0
     words: int = 0
     oov_words: int = 0
+    normalized_words: int = 0  # found in the vocabulary lower-cased / without punctuation
+    dropped_tokens: int = 0    # punctuation-only tokens left out
     ngrams: List[int] = field(default_factory=list)
     discounts: List[Tuple[float, float, float]] = field(default_factory=list)
 
@@ -101,8 +109,11 @@ def read_vocab(path: str) -> Set[str]:
 def read_sentences(path: str, has_utt_ids: bool = NgramOptions.has_utt_ids,
                    vocab: Optional[Set[str]] = None,
                    oov_symbol: str = NgramOptions.oov_symbol,
-                   summary: Optional[LmSummary] = None) -> Iterator[List[str]]:
-    """The sentences of a text file (``.gz`` too), words outside ``vocab`` mapped to
+                   summary: Optional[LmSummary] = None,
+                   normalize_unknown: bool = NgramOptions.normalize_unknown
+                   ) -> Iterator[List[str]]:
+    """The sentences of a text file (``.gz`` too), words outside ``vocab`` (looked up
+    normalised first, with ``normalize_unknown``: ``hybridasr.utils.words``) mapped to
     ``oov_symbol`` or dropped (empty ``oov_symbol``); empty sentences are skipped."""
     if not os.path.isfile(path):
         raise FormatError(f"missing text file {path}")
@@ -115,8 +126,22 @@ def read_sentences(path: str, has_utt_ids: bool = NgramOptions.has_utt_ids,
                     raise FormatError(f"{path}:{lineno}: the text holds the reserved word "
                                       f"{w!r} (sentence marks are added here)")
             if vocab is not None:
-                summary.oov_words += sum(w not in vocab for w in words)
-                words = [w for w in (w if w in vocab else oov_symbol for w in words) if w]
+                mapped = []
+                for w in words:
+                    if w not in vocab and normalize_unknown:
+                        norm = normalized_word(w, vocab)
+                        if norm == "":
+                            summary.dropped_tokens += 1
+                            continue
+                        if norm is not None:
+                            summary.normalized_words += 1
+                            w = norm
+                    if w not in vocab:
+                        summary.oov_words += 1
+                        w = oov_symbol
+                    if w:
+                        mapped.append(w)
+                words = mapped
             if words:
                 summary.sentences += 1
                 summary.words += len(words)
@@ -230,7 +255,8 @@ def make_ngram_lm(text: str, arpa: str, opts: Optional[NgramOptions] = None) -> 
         raise ConfigError(f"--oov-symbol={opts.oov_symbol} is not in the vocabulary "
                           f"{opts.vocab}: give the lang dir's oov.txt word, or an empty "
                           f"--oov-symbol to drop words outside the vocabulary")
-    sentences = read_sentences(text, opts.has_utt_ids, vocab, opts.oov_symbol, summary)
+    sentences = read_sentences(text, opts.has_utt_ids, vocab, opts.oov_symbol, summary,
+                               opts.normalize_unknown)
     counts = count_ngrams(sentences, opts.order)
     if summary.sentences == 0:
         raise FormatError(f"{text}: no words to estimate a language model from")
@@ -239,7 +265,9 @@ def make_ngram_lm(text: str, arpa: str, opts: Optional[NgramOptions] = None) -> 
     summary.ngrams = [len(m) for m in model]
     oovs = "" if vocab is None else (
         f" ({summary.oov_words} not in {opts.vocab}: "
-        f"{'as ' + opts.oov_symbol if opts.oov_symbol else 'dropped'})")
+        f"{'as ' + opts.oov_symbol if opts.oov_symbol else 'dropped'}; "
+        f"{summary.normalized_words} found lower-cased or without punctuation, "
+        f"{summary.dropped_tokens} punctuation tokens left out)")
     if opts.smoothing != "wb":
         log.info("discounts D1 D2 D3+ of orders 1..%d: %s", opts.order,
                  "; ".join(" ".join(f"{x:.4f}" for x in d) for d in summary.discounts))

@@ -210,18 +210,20 @@ else
   "$steps/nnet/train.sh" "${train_args[@]}" ${opts:+--train-opts "$opts"} \
     "$first_tr" "$data_cv" "$lang" "${ali0}_targets" "${ali0}_targets" "$dir/nnet0"
 fi
+if [ "$first_objective" == fullsum ]; then
+  # a fullsum nnet0's pdf counts would be the equal alignment's, which it never learnt: equal
+  # counts instead, so that aligning or decoding with it divides by no prior (a constant)
+  n=$(cat "${ali0}_targets/num_pdfs")
+  awk -v n="$n" 'BEGIN { printf "["; for (i = 0; i < n; i++) printf " 1"; print " ]" }' \
+    > "$dir/nnet0/ali_train_pdf.counts.tmp"
+  mv "$dir/nnet0/ali_train_pdf.counts.tmp" "$dir/nnet0/ali_train_pdf.counts"
+fi
 
 # 5. the rounds
 for k in $(seq 1 $num_rounds); do
   echo "$0: round $k of $num_rounds: align with $dir/nnet$((k - 1)), train $dir/nnet$k"
-  args=("${round_args[@]}")
-  # a fullsum nnet0's pdf counts are the equal alignment's, not its own: it aligns with its
-  # posteriors (its objective has no prior to divide out)
-  if [ $k -eq 1 ] && [ "$first_objective" == fullsum ] && [ -z "$prior_scale" ]; then
-    args+=(--prior-scale 0)
-  fi
   # shellcheck disable=SC2086
-  "$steps/nnet/realign_round.sh" "${args[@]}" ${align_opts:+--align-opts "$align_opts"} \
+  "$steps/nnet/realign_round.sh" "${round_args[@]}" ${align_opts:+--align-opts "$align_opts"} \
     ${train_opts:+--train-opts "$train_opts"} \
     ${round_train_opts:+--round-train-opts "$round_train_opts"} \
     "$data" "$data_tr" "$data_cv" "$lang" "$dir/nnet$((k - 1))" "$dir/ali$k" "$dir/nnet$k"

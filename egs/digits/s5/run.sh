@@ -54,7 +54,10 @@ align_opts=          # more options for steps/nnet/align.sh in the rounds, e.g. 
 decode_sets=test     # data dirs under data/ each model decodes into <exp>/decode_<set>, e.g.
                      # "test train_cv10" (train_cv10: the 10% of data/train held out from
                      # training: more words than a small test set to compare models on)
-flat_rounds=3        # --ali none: realign-and-retrain rounds of the monophone flat start
+flat_objective=fullsum # --ali none: the first flat-start network's objective: fullsum
+                     # (Baum-Welch over each utterance's training graph) | ce (cross-entropy
+                     # on the equal alignment); steps/nnet/train_flatstart.sh --first-objective
+flat_rounds=1        # --ali none: realign-and-retrain rounds of the monophone flat start
 flat_model_config=   # --ali none: model and batching confs of the flat-start networks
 flat_batching_config= # (default: --model-config, --batching-config)
 flat_train_opts=     # --ali none: train.py options of the flat-start networks (after --train-opts)
@@ -80,6 +83,7 @@ Options (default):
   --ali, --graph               # GMM alignment dir and graph dir inside it ($ali, $graph)
   --ali none                   # no GMM: flat start, own tree and graphs; --lang may then be a
                                # dict dir (lexicon.txt, *_phones.txt: e.g. data/local/dict)
+  --flat-objective fullsum|ce  # --ali none: the first flat-start network's ($flat_objective)
   --flat-rounds N, --num-leaves N  # --ali none: flat-start rounds ($flat_rounds), leaves of the
                                # CD tree ($num_leaves; 0: monophone network only)
   --flat-model-config, --flat-batching-config  # --ali none: the flat-start networks' confs
@@ -268,7 +272,8 @@ if run_stage 2 && [ $gmm == false ]; then
   fi
   flat_opts="$train_opts${flat_train_opts:+${train_opts:+ }$flat_train_opts}"
   steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
-    --num-rounds $flat_rounds --first-subset $flat_first_subset --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
+    --num-rounds $flat_rounds --first-objective $flat_objective \
+    --first-subset $flat_first_subset --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
     --model-config ${flat_model_config:-$model_config} \
     --batching-config ${flat_batching_config:-$batching_config} \
     --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
