@@ -150,6 +150,15 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     dict_dir.mkdir(parents=True)
     for name in ("lexicon.txt", "nonsilence_phones.txt"):
         shutil.copyfile(kaldi_digits / "data/local/dict" / name, dict_dir / name)
+    # a lexicon larger than a pipe's buffer, its OOV entry near the top (as kaldi_polish's):
+    # the recipe finds <UNK> in it (a "cat | grep -q" under pipefail did not)
+    lex = (dict_dir / "lexicon.txt").read_text().splitlines()
+    unk = [x for x in lex if x.startswith("<UNK>")]
+    assert unk, "kaldi_digits' lexicon has <UNK>"
+    extra = [f"zz{i:05d} z ih r ow" for i in range(4000)]
+    (dict_dir / "lexicon.txt").write_text("\n".join(unk + [x for x in lex if x not in unk]
+                                                    + extra) + "\n")
+    assert (dict_dir / "lexicon.txt").stat().st_size > 65536
     (dict_dir / "silence_phones.txt").write_text("sil\nspn\n")
     (dict_dir / "optional_silence.txt").write_text("sil\n")
     shutil.copyfile(kaldi_digits / "data/local/corpus.txt", kaldi / "data/local/corpus.txt")
@@ -190,6 +199,11 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
         int(n) for u, n in frames.items() if u not in short)
     assert "data_tr_short6" in (s5 / "exp/flat/nnet0/log/train.log").read_text()
     assert (s5 / "exp/flat/final_nnet_dir").read_text().strip() == "nnet0"
+    # nnet0 by full-sum training (the default), aligning with equal pdf counts (no prior)
+    assert "--objective=fullsum" in (s5 / "exp/flat/nnet0/train.conf").read_text()
+    counts = (s5 / "exp/flat/nnet0/ali_train_pdf.counts").read_text().split()
+    assert counts[0] == "[" and counts[-1] == "]" and set(counts[1:-1]) == {"1"}
+    assert len(counts) == 2 + 70
     cd = read_transition_model(str(s5 / "exp/tri_ali/final.mdl"))
     assert read_tree(str(s5 / "exp/tri_ali/tree")).context_width == 3
     assert mono.num_pdfs == 70 and 0 < cd.num_pdfs <= 40

@@ -190,7 +190,8 @@ make_lang_dirs() {
     else
       if [ -z "$oov" ]; then
         for w in '<UNK>' '<unk>' '<SPOKEN_NOISE>' '<spoken_noise>'; do
-          if cat "$dict"/lexicon*.txt 2>/dev/null | grep -q "^$w[[:space:]]"; then oov=$w; break; fi
+          # (grep on the files: "cat | grep -q" fails under pipefail once grep stops early)
+          if grep -qs "^$w[[:space:]]" "$dict"/lexicon*.txt; then oov=$w; break; fi
         done
         [ -z "$oov" ] && { echo "$0: the lexicon of $dict has none of <UNK> <unk>" \
           "<SPOKEN_NOISE> <spoken_noise>: give its OOV entry with --oov-word" >&2; exit 1; }
