@@ -50,9 +50,13 @@ schedule_config=conf/schedule.conf
 train_opts="--norm-vars=true"  # train.py options of every network (per-speaker mean and
                      # variance normalisation)
 flat_train_opts=     # more train.py options for the flat-start networks
-cd_train_opts=       # more train.py options for the context-dependent network
+cd_train_opts="--dropout=0.3 --config=conf/spec_augment.conf"  # more train.py options for
+                     # the context-dependent network: more dropout than conf/model.conf's 0.1
+                     # and SpecAugment masks (RESULTS: both help on the held-out speakers)
 device=cpu           # cpu|cuda|auto (training, alignment and decoding)
 decode_opts=         # more options for steps/nnet/decode.sh
+scoring_opts="--min-lmwt 1 --max-lmwt 10"  # steps/score.sh's LM-weight sweep (its default
+                     # 4..15 had its best at 4, its edge, with a cross-entropy flat start)
 decode_sets="test train_cv10"  # data/<set> decoded by each model into <model>/decode_<set>
 # End configuration section.
 
@@ -76,6 +80,7 @@ Options (default):
   --flat-train-opts, --cd-train-opts \"...\"  # more train.py options, flat start / CD
   --device cpu|cuda|auto       # ($device)
   --decode-opts \"...\"          # more steps/nnet/decode.sh options
+  --scoring-opts \"...\"         # steps/score.sh options (\"$scoring_opts\")
   --decode-sets \"X Y\"          # data sets each model decodes (\"$decode_sets\")"
 
 echo "$0 $@"
@@ -126,6 +131,7 @@ decode_and_score() {
     fi
     spk=$(wc -l < data/$x/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
     steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
+      --scoring-opts "$scoring_opts" \
       $graph data/$x $d/decode_$x
   done
 }
