@@ -15,6 +15,7 @@ cross-entropy against ``gamma`` (``hybridasr.train.fullsum``).
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
@@ -103,9 +104,31 @@ def unreachable(logz: torch.Tensor) -> torch.Tensor:
     return logz < NEG / 2
 
 
-@torch.no_grad()
+@contextlib.contextmanager
+def _one_cpu_thread(device: torch.device):
+    """On the CPU, one torch thread for the duration: the frame loop is thousands of small
+    operations, which torch's thread pool only slows down (and with threads waiting on busy
+    cores, by a hundred times: measured on a loaded 2-core machine)."""
+    if device.type != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def forward_backward(graphs: Sequence[PdfGraph], scores: torch.Tensor,
                      lengths: Sequence[int]) -> Tuple[torch.Tensor, torch.Tensor]:
+    """See ``_forward_backward``; on the CPU with one torch thread."""
+    with _one_cpu_thread(scores.device), torch.no_grad():
+        return _forward_backward(graphs, scores, lengths)
+
+
+def _forward_backward(graphs: Sequence[PdfGraph], scores: torch.Tensor,
+                      lengths: Sequence[int]) -> Tuple[torch.Tensor, torch.Tensor]:
     """``scores`` [B, T, P] (log-domain per-pdf scores, padded; float32, or float64 where
     given so); returns ``log Z`` [B] (NEG
     for an utterance whose graph has no path of ``lengths[b]`` frames: see ``unreachable``)
