@@ -14,6 +14,7 @@ from hybridasr.align.ali_tools import CtmOptions
 from hybridasr.align.equal_align import EqualAlignOptions
 from hybridasr.align.importer import ImportOptions
 from hybridasr.cli import add_options, make_parser
+from hybridasr.ctc.units import UnitOptions
 from hybridasr.data.spec_augment import SpecAugmentOptions
 from hybridasr.decode.decoder import DecodeOptions
 from hybridasr.decode.forward import ForwardOptions
@@ -60,6 +61,7 @@ DECLARED = {  # name: (declared class or spec list, the pybin scripts that regis
     "tree-features": (TreeFeatureOptions, ["acc_tree_stats"]),
     "tree-context": (ContextOptions, ["acc_tree_stats", "build_tree"]),
     "build-tree": (BuildTreeOptions, ["build_tree"]),
+    "ctc-units": (UnitOptions, ["train_units"]),
 }
 
 
