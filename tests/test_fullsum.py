@@ -87,16 +87,17 @@ def test_gradient_is_softmax_minus_occupations(compiler):
 def test_objective_refuses_batches_that_cut_utterances():
     from hybridasr.data.config import DataConfig
     from hybridasr.errors import ConfigError
-    from hybridasr.train.fullsum import ObjectiveOptions, check_objective
+    from hybridasr.train.objectives import ObjectiveOptions, check_objective
 
-    opts = ObjectiveOptions("fullsum", "exp/flat/mono", "data/lang")
+    opts = ObjectiveOptions(objective="fullsum", fullsum_model_dir="exp/flat/mono",
+                            fullsum_lang="data/lang")
     check_objective(opts, DataConfig(seq_ordering="laplace:4").strategy, False)
     with pytest.raises(ConfigError, match="frame_shuffle"):
         check_objective(opts, DataConfig(seq_ordering="frame_shuffle").strategy, False)
     with pytest.raises(ConfigError, match="--chunking"):
         check_objective(opts, DataConfig(seq_ordering="laplace:4").strategy, True)
     with pytest.raises(ConfigError, match="--fullsum-lang"):
-        check_objective(ObjectiveOptions("fullsum", "exp/flat/mono", ""),
+        check_objective(ObjectiveOptions(objective="fullsum", fullsum_model_dir="exp/flat/mono"),
                         DataConfig(seq_ordering="laplace:4").strategy, False)
 
 

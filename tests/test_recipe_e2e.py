@@ -107,6 +107,27 @@ def test_stage_3_after_deleting_the_model_retrains_only(recipe_run):
     assert (s5 / "data/train/feats.scp").stat().st_mtime_ns == feats_mtime
 
 
+def test_sequence_training_stage(recipe_run):
+    """--seq-epochs 1 (auto gives 0 on digits' 110 training utterances): the network's
+    alignment and denominator lattices, an sMBR epoch, its decode and its summary line."""
+    s5, env, _ = recipe_run
+    out = run_recipe(s5, env, "--stage", "4")
+    assert "sequence training" not in out  # auto: too few utterances
+    out = run_recipe(s5, env, "--stage", "4", "--seq-epochs", "1")
+    assert "sequence training (smbr, 1 epochs)" in out
+    for f in ("exp/blstm_ali/ali.1.gz", "exp/blstm_denlats/lat.1.gz",
+              "exp/blstm_denlats/dengraph/HCLG.fst", "exp/blstm_smbr/final.nnet",
+              "exp/blstm_smbr/1.nnet", "exp/blstm_smbr/summary.txt"):
+        assert (s5 / f).exists(), f
+    assert list((s5 / "exp/blstm_smbr/decode_test").glob("wer_*"))
+    assert "epochs of smbr training" in (s5 / "exp/blstm_smbr/summary.txt").read_text()
+    out = run_recipe(s5, env, "--stage", "4", "--seq-epochs", "1")
+    assert "exp/blstm_smbr is already trained: skipping" in out
+    p = subprocess.run(["./run.sh", "--seq-epochs", "two"], cwd=s5, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "--seq-epochs" in p.stderr
+
+
 def test_broken_kaldi_dir_fails_stage_0_naming_the_problem(tmp_path, repo_dir,
                                                            kaldi_digits_copy, env_with_path):
     s5 = make_recipe_copy(repo_dir, tmp_path / "s5")

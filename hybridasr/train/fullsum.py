@@ -31,18 +31,12 @@ from hybridasr.options import option
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ObjectiveOptions", "FullSumObjective", "check_objective"]
+__all__ = ["FullSumOptions", "FullSumObjective", "check_fullsum_options"]
 
 
 @dataclass
-class ObjectiveOptions:
-    """What the network is trained to minimise."""
-    objective: str = option("ce", "ce: frame cross-entropy against the imported alignment | "
-                                  "fullsum: -log of the sum over all paths of each utterance's "
-                                  "training graph (Baum-Welch; needs --fullsum-model-dir and "
-                                  "--fullsum-lang; the imported targets then only give the "
-                                  "utterances and their frame counts)",
-                            choices=("ce", "fullsum"))
+class FullSumOptions:
+    """Options of ``--objective=fullsum``."""
     fullsum_model_dir: str = option("", "--objective=fullsum: dir with the tree and final.mdl "
                                         "the training graphs are built with (e.g. "
                                         "exp/flat/mono: init_mono.py's)")
@@ -64,18 +58,10 @@ class ObjectiveOptions:
                                                  "favours pdfs with many paths)", minimum=0.0)
 
 
-def check_objective(opts: ObjectiveOptions, strategy, chunked: bool) -> None:
-    """ConfigError at start when the objective cannot be trained with these batches."""
-    if opts.objective != "fullsum":
-        return
+def check_fullsum_options(opts) -> None:
     for name in ("fullsum_model_dir", "fullsum_lang"):
         if not getattr(opts, name):
             raise ConfigError(f"--objective=fullsum needs --{name.replace('_', '-')}")
-    if strategy.splits_utterances or strategy.per_frame or chunked:
-        raise ConfigError(f"--objective=fullsum sums over the paths of whole utterances; "
-                          f"{strategy.describe()}{' with --chunking' if chunked else ''} cuts "
-                          f"them: use a strategy that batches whole utterances (e.g. "
-                          f"--seq-ordering=laplace:4) and no --chunking")
     if opts.fullsum_am_scale <= 0:
         raise ConfigError("--fullsum-am-scale must be above 0")
 
@@ -84,7 +70,7 @@ class FullSumObjective:
     """The training graphs of the utterances of ``datasets`` (each a pair of an
     ``UtteranceDataset`` and its data dir's ``text``) and the loss of a batch."""
 
-    def __init__(self, opts: ObjectiveOptions, datasets: Sequence[Tuple[object, str]],
+    def __init__(self, opts: FullSumOptions, datasets: Sequence[Tuple[object, str]],
                  num_pdfs: int):
         from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
         from hybridasr.graph.forward_backward import pdf_graph

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hybridasr.models.device import DeviceOptions
-from hybridasr.train.fullsum import ObjectiveOptions
+from hybridasr.train.objectives import ObjectiveOptions
 from hybridasr.options import check, from_values, option
 
 

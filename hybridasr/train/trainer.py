@@ -27,7 +27,7 @@ from hybridasr.train import partial
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
                                          broadcast_parameters, init_distributed, shutdown,
                                          stop_on_lost_peer)
-from hybridasr.train.fullsum import FullSumObjective, check_objective
+from hybridasr.train.objectives import check_objective, make_objective
 from hybridasr.train.loop import EpochStats, run_epoch
 from hybridasr.train.metrics import plot_curves, write_metrics
 from hybridasr.train.options import TrainConfig
@@ -119,11 +119,8 @@ class Trainer:
                 self.tr.fit_transform(stats, **fit)
         self.input_dim = self.transform.output_dim(self.tr.feature_dim())
         self.cv_dcfg = cv_config(self.dcfg)
-        self.objective = None
-        if self.tcfg.objective == "fullsum":
-            self.objective = FullSumObjective(
-                self.tcfg, [(self.tr, os.path.join(inp.data_tr, "text")),
-                            (self.cv, os.path.join(inp.data_cv, "text"))], self.num_pdfs)
+        self.objective = make_objective(self.tcfg, self.tr, self.cv, inp.data_tr, inp.data_cv,
+                                        self.num_pdfs)
 
     def meta(self, **extra) -> dict:
         m = {"transform": self.transform.to_dict(), "num_pdfs": self.num_pdfs,
@@ -240,7 +237,8 @@ class Trainer:
         self.schedule.start(cv.loss)
         log.info("initial cross-validation: loss %.4f, frame error rate %.2f%%", cv.loss,
                  100 * cv.fer)
-        history = [{"epoch": 0, "lr": self.schedule.lr, "cv_loss": cv.loss, "cv_fer": cv.fer,
+        history = [{"epoch": 0, "lr": self.schedule.lr, "objective": self.tcfg.objective,
+                    "cv_loss": cv.loss, "cv_fer": cv.fer,
                     "accepted": True, "reason": "initial model", "model": best,
                     "seconds": time.perf_counter() - t0}]
         return {"epoch": 0, "best": best, "best_epoch": 0, "done": False,
@@ -311,7 +309,8 @@ class Trainer:
         tr = self.train_epoch(model, optimizer, epoch, average=ckpt.load_average(
             ckpt.average_path(self.exp, state["best_epoch"]), self.dev),
             start_model=state["best"])
-        rec = {"epoch": epoch, "lr": lr, "train_loss": tr.loss, "train_fer": tr.fer,
+        rec = {"epoch": epoch, "lr": lr, "objective": self.tcfg.objective,
+               "train_loss": tr.loss, "train_fer": tr.fer,
                "train_frames": tr.frames, "frames_per_s": tr.frames_per_second,
                "padding_ratio": tr.extra.get("padding_ratio"),
                "real_padding_ratio": tr.padded_frames / tr.frames if tr.frames else None,

@@ -68,6 +68,13 @@ num_leaves=1000      # --ali none: leaves of the context-dependent tree (0: no t
 lm_arpa=             # --ali none and no G.fst in --lang: an ARPA LM (inside --kaldi-dir or
 lm_text=             # absolute), or text to estimate one from (one sentence a line)
 lm_order=3           # order of the LM estimated from --lm-text
+seq_epochs=auto      # sequence training after CE (stage 4; steps/nnet/train_mpe.sh): epochs
+                     # of --seq-criterion on denominator lattices of the last model
+                     # (exp/<name>_denlats) into exp/<name>_smbr (or _mmi); auto: 4 where
+                     # data/train_tr90 has at least $seq_min_utts utterances, else 0 (tiny)
+seq_min_utts=300
+seq_criterion=smbr   # smbr | mmi
+seq_opts=            # more options for steps/nnet/train_mpe.sh, e.g. "--learn-rate 0.00002"
 oov_word=            # the lexicon's OOV entry when --lang is a dict dir (default: the first
                      # of <UNK> <unk> <SPOKEN_NOISE> <spoken_noise> in its lexicon)
 # End configuration section.
@@ -107,6 +114,9 @@ Options (default):
   --realign-prior-scale S      # prior scale of the rounds' alignment ($realign_prior_scale)
   --realign-train-opts \"...\"   # train.py options of the rounds only (\"$realign_train_opts\")
   --align-opts \"...\"           # passed to steps/nnet/align.sh in the rounds (\"$align_opts\")
+  --seq-epochs N|auto          # sequence training epochs after CE ($seq_epochs: 4 from
+                               # $seq_min_utts training utterances, else 0)
+  --seq-criterion smbr|mmi     # ($seq_criterion); --seq-opts \"...\": steps/nnet/train_mpe.sh's
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
                                # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)"
 
@@ -121,6 +131,14 @@ if [ $# -ne 0 ]; then
   exit 1
 fi
 
+case "$seq_criterion" in
+  smbr|mmi) ;;
+  *) echo "$0: --seq-criterion is smbr or mmi, not '$seq_criterion'" >&2; exit 1 ;;
+esac
+case "$seq_epochs" in
+  auto) ;;
+  ''|*[!0-9]*) echo "$0: --seq-epochs is a number of epochs or auto, not '$seq_epochs'" >&2; exit 1 ;;
+esac
 case "$realign_init" in
   previous|scratch) ;;
   *) echo "$0: --realign-init is previous or scratch, not '$realign_init'" >&2; exit 1 ;;
@@ -152,6 +170,12 @@ if [ $gmm == false ]; then
 fi
 
 banner() { echo; echo "===== stage $1: $2 ($(date '+%F %T')) ====="; }
+# --seq-epochs, auto resolved on data/train_tr90's size (made in stage 2)
+seq_epochs_now() {
+  if [ "$seq_epochs" != auto ]; then echo $seq_epochs
+  elif [ -f data/train_tr90/utt2spk ] && [ $(wc -l < data/train_tr90/utt2spk) -ge $seq_min_utts ]; then echo 4
+  else echo 0; fi
+}
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 start_time=$(date +%s)
 
@@ -375,6 +399,29 @@ if run_stage 4; then
     decode_and_score ${dir}_re$k
     src=${dir}_re$k
   done
+  if [ "$(seq_epochs_now)" -gt 0 ]; then
+    seq_dir=${dir}_$seq_criterion
+    banner 4 "sequence training ($seq_criterion, $(seq_epochs_now) epochs) of $src into $seq_dir"
+    # the numerator: the model's alignment of the transcripts; the denominator: its lattices
+    if [ -f ${dir}_ali/ali.1.gz ] && [ ${dir}_ali/ali.1.gz -nt $src/final.nnet ]; then
+      echo "${dir}_ali is already made with $src: skipping"
+    else
+      steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
+        data/train "$lang_dir" $src ${dir}_ali
+    fi
+    steps/nnet/make_denlats.sh --nj $nj --cmd "$train_cmd" --device $device \
+      data/train "$lang_dir" $src ${dir}_denlats
+    if [ -e $seq_dir/final.nnet ] && [ "$(json_get.py $seq_dir/train_state.json done)" == true ]; then
+      echo "$seq_dir is already trained: skipping"
+    else
+      do_smbr=true; [ $seq_criterion == mmi ] && do_smbr=false
+      # shellcheck disable=SC2086
+      steps/nnet/train_mpe.sh --cmd "$cuda_cmd" --device $device --num-iters $(seq_epochs_now) \
+        --do-smbr $do_smbr --cv-data data/train_cv10 $seq_opts \
+        data/train_tr90 "$lang_dir" $src ${dir}_ali ${dir}_denlats $seq_dir
+    fi
+    decode_and_score $seq_dir
+  fi
 fi
 
 if run_stage 5; then
@@ -400,5 +447,11 @@ if run_stage 5; then
       $(printf "${dir}_re$k/decode_%s " $decode_sets) \
       | tee ${dir}_re$k/summary.txt
   done
+  seq_dir=${dir}_$seq_criterion
+  if [ "$(seq_epochs_now)" -gt 0 ] && [ -e $seq_dir/final.nnet ]; then
+    recipe_summary.py ${gmm_decode_opt[@]+"${gmm_decode_opt[@]}"} \
+      --model-name "$model_name, then $(seq_epochs_now) epochs of $seq_criterion training" $seq_dir \
+      $(printf "$seq_dir/decode_%s " $decode_sets) | tee $seq_dir/summary.txt
+  fi
 fi
 echo "$0: done in $(( $(date +%s) - start_time )) s"

@@ -1,0 +1,67 @@
+"""What the network is trained to minimise (``--objective``), one home for the choice:
+frame cross-entropy against the imported alignment (``ce``, the loop's own), full-sum over
+each utterance's training graph (``fullsum``, ``hybridasr.train.fullsum``), or
+sequence-discriminative criteria on denominator lattices (``smbr``, ``mmi``,
+``hybridasr.train.sequence``). Every objective but ``ce`` needs whole utterances in a batch:
+``check_objective`` refuses the batching that cuts them, at start, naming the option."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hybridasr.errors import ConfigError
+from hybridasr.options import option
+from hybridasr.train.fullsum import FullSumOptions, check_fullsum_options
+from hybridasr.train.sequence import SEQUENCE_OBJECTIVES, SequenceOptions, check_sequence_options
+
+OBJECTIVES = ("ce", "fullsum") + SEQUENCE_OBJECTIVES
+
+
+@dataclass
+class ObjectiveOptions(FullSumOptions, SequenceOptions):
+    """What the network is trained to minimise."""
+    objective: str = option("ce", "ce: frame cross-entropy against the imported alignment | "
+                                  "fullsum: -log of the sum over all paths of each utterance's "
+                                  "training graph (Baum-Welch; needs --fullsum-model-dir and "
+                                  "--fullsum-lang; the imported targets then only give the "
+                                  "utterances and their frame counts) | smbr | mmi: sequence "
+                                  "training on denominator lattices (--seq-denlats) against "
+                                  "the imported alignment (the numerator), usually from a CE "
+                                  "network (--init-model); steps/nnet/train_mpe.sh",
+                            choices=OBJECTIVES)
+
+
+def check_objective(opts: ObjectiveOptions, strategy, chunked: bool) -> None:
+    """ConfigError at start when the objective cannot be trained with these batches."""
+    if opts.objective == "ce":
+        return
+    if opts.objective == "fullsum":
+        check_fullsum_options(opts)
+        what = "sums over the paths of whole utterances"
+    else:
+        check_sequence_options(opts)
+        what = "rescores each utterance's whole lattice"
+    if strategy.splits_utterances or strategy.per_frame or chunked:
+        raise ConfigError(f"--objective={opts.objective} {what}; "
+                          f"{strategy.describe()}{' with --chunking' if chunked else ''} cuts "
+                          f"them: use a strategy that batches whole utterances (e.g. "
+                          f"--seq-ordering=laplace:4) and no --chunking")
+
+
+def make_objective(opts: ObjectiveOptions, train_set, cv_set, data_tr: str, data_cv: str,
+                   num_pdfs: int):
+    """None for cross-entropy, else the objective callable of ``hybridasr.train.loop``
+    over the utterances of the training and cross-validation ``UtteranceDataset``s."""
+    if opts.objective == "ce":
+        return None
+    if opts.objective == "fullsum":
+        from hybridasr.train.fullsum import FullSumObjective
+
+        return FullSumObjective(opts, [(train_set, os.path.join(data_tr, "text")),
+                                       (cv_set, os.path.join(data_cv, "text"))], num_pdfs)
+    from hybridasr.train.sequence import SequenceObjective
+
+    keys = list(train_set.keys) + [k for k in cv_set.keys if k not in set(train_set.keys)]
+    lengths = dict(cv_set.lengths)
+    lengths.update(train_set.lengths)
+    return SequenceObjective(opts, keys, lengths, num_pdfs)
