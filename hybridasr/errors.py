@@ -11,3 +11,13 @@ class ConfigError(HybridAsrError):
 
 class FormatError(HybridAsrError):
     """A file that is not in the expected Kaldi format."""
+
+
+class OutputError(HybridAsrError, OSError):
+    """A file that could not be written (no space left on device, over quota, permissions):
+    the message names the file. Still an ``OSError`` (``errno`` set), so code that handles
+    write failures keeps handling it."""
+
+    def __init__(self, message: str, errno: int = 0):
+        super().__init__(message)
+        self.errno = errno or None

@@ -5,13 +5,15 @@ A library module that takes settings declares them as a dataclass whose fields a
 line (``hybridasr.cli.add_options``), the conf-file keys (the same names: a Kaldi conf file is
 command-line options, one per line) and ``--help`` are generated from the declaration, and
 ``from_values`` turns parsed options (a namespace or a dict) back into the dataclass, checking
-``choices`` and ``minimum`` with an error that names the option. Library modules never import
+``choices`` and the range (``minimum``/``maximum`` inclusive, ``above``: strictly greater)
+with an error that names the option. Library modules never import
 ``hybridasr.cli``; only ``pybin/`` scripts build parsers.
 
     @dataclass
     class ScheduleOptions:
         learning_rate: float = option(0.001, "initial learning rate")
         max_iters: int = option(20, "most epochs", minimum=1)
+        halving_factor: float = option(0.5, "rate factor", above=0.0, maximum=1.0)
         optimizer: str = option("adam", "optimizer", choices=("adam", "sgd"))
         RENAMED: ClassVar[tuple] = (Renamed("--max-epochs", "--max-iters"),)
 
@@ -38,8 +40,10 @@ class OptionSpec:
     default: Any
     help: str
     choices: Optional[tuple] = None
-    minimum: Optional[float] = None
+    minimum: Optional[float] = None  # value >= minimum
     name: str = ""  # command-line name without dashes (``max-frames``)
+    maximum: Optional[float] = None  # value <= maximum
+    above: Optional[float] = None  # value > above (a bound that is itself not allowed)
 
     @property
     def flag(self) -> str:
@@ -60,8 +64,12 @@ class OptionSpec:
         if self.choices is not None and value not in self.choices:
             raise ConfigError(f"{self.flag}={value}: expected one of "
                               f"{', '.join(str(c) for c in self.choices)}")
-        if self.minimum is not None and value < self.minimum:
+        if self.minimum is not None and not value >= self.minimum:
             raise ConfigError(f"{self.flag}={value}: must be >= {self.minimum:g}")
+        if self.above is not None and not value > self.above:
+            raise ConfigError(f"{self.flag}={value}: must be > {self.above:g}")
+        if self.maximum is not None and not value <= self.maximum:
+            raise ConfigError(f"{self.flag}={value}: must be <= {self.maximum:g}")
         return value
 
 
@@ -79,10 +87,12 @@ class Renamed:
 
 
 def option(default: Any, help: str, *, choices: Optional[Iterable] = None,
-           minimum: Optional[float] = None, name: str = ""):
-    """A dataclass field that is a command-line / conf-file option."""
+           minimum: Optional[float] = None, maximum: Optional[float] = None,
+           above: Optional[float] = None, name: str = ""):
+    """A dataclass field that is a command-line / conf-file option; ``minimum`` and
+    ``maximum`` bound its value inclusively, ``above`` strictly (``above=0``: > 0)."""
     meta = {_META: {"help": help, "choices": None if choices is None else tuple(choices),
-                    "minimum": minimum, "name": name}}
+                    "minimum": minimum, "maximum": maximum, "above": above, "name": name}}
     return field(default=default, metadata=meta)
 
 
@@ -120,7 +130,8 @@ def option_specs(cls_or_obj) -> List[OptionSpec]:
             raise TypeError(f"{cls.__name__}.{f.name}: options are int, float, str or bool")
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         out.append(OptionSpec(f.name, typ, default, meta["help"], meta["choices"],
-                              meta["minimum"], meta["name"]))
+                              meta["minimum"], meta["name"], meta.get("maximum"),
+                              meta.get("above")))
     return out
 
 
@@ -164,6 +175,6 @@ def parse_int_pair(text: str, flag: str, form: str) -> Tuple[int, int]:
 
 
 def check(obj) -> None:
-    """Checks every declared option of ``obj`` (choices, minimum, type)."""
+    """Checks every declared option of ``obj`` (choices, range, type)."""
     for s in option_specs(obj):
         object.__setattr__(obj, s.dest, s.check(getattr(obj, s.dest)))

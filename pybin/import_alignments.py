@@ -36,7 +36,7 @@ def main(argv=None):
                           f"steps/nnet/train.sh --train-opts), which the model stores and "
                           f"decoding undoes")
     report = import_alignments(args.ali_dir, args.data_dir, args.dir,
-                               length_tolerance=args.length_tolerance)
+                               length_tolerance=args.length_tolerance, lang_dir=args.lang)
     summary = {k: v for k, v in vars(report).items() if k != "examples"}
     print(json.dumps(summary), file=sys.stderr)
     return 0

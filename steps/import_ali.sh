@@ -15,6 +15,7 @@ cmd=run.pl
 length_tolerance=    # keep an utterance when |aligned - feature frames| < this; trim to the shorter
                      # (empty: import_alignments.py's default, nnet1's 5)
 label_delay=0        # only 0: delay labels with the trainer's --label-delay instead
+lang=                # a lang dir the ali dir must fit (its phones.txt and final.mdl's phones)
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -33,6 +34,8 @@ Options:
   --cmd <run.pl|queue.pl ...>     # how to run the job (default: $cmd)
   --length-tolerance <frames>     # alignment/feature length tolerance (default: that of
                                   # import_alignments.py --help, nnet1's 5)
+  --lang <lang-dir>               # check that the alignments fit this lang dir's phones.txt
+                                  # (default: only the ali dir's own phones.txt is checked)
   --label-delay 0                 # accepted for old scripts; a delay is a training option:
                                   # steps/nnet/train.sh --train-opts "--label-delay=N"
 USAGE
@@ -67,6 +70,10 @@ mkdir -p "$dir/log"
 
 opts=()
 [ -n "$length_tolerance" ] && opts+=("--length-tolerance=$length_tolerance")
+if [ -n "$lang" ]; then
+  [ ! -f "$lang/phones.txt" ] && echo "$0: no such file $lang/phones.txt (--lang)" >&2 && exit 1
+  opts+=("--lang=$lang")
+fi
 $cmd "$dir/log/import_ali.log" \
   import_alignments.py "${opts[@]}" \
     "$alidir" "$data" "$dir" \

@@ -232,8 +232,9 @@ def test_text_rspecifiers_read_files_and_pipes(kaldi_digits):
 
 
 def test_close_is_durable_ark_before_scp(tmp_path, monkeypatch):
-    """The ark is fsynced, renamed and its directory fsynced before the scp is; the scp too
-    is fsynced before its rename (the old ArkScpWriter renamed it unsynced)."""
+    """Both files are fsynced under their temporary names first (a full disk fails there,
+    before either appears), then the ark is renamed and its directory fsynced before the scp
+    is renamed (the old ArkScpWriter renamed the scp unsynced)."""
     events = []
     real_fsync, real_replace = os.fsync, os.replace
 
@@ -252,8 +253,9 @@ def test_close_is_durable_ark_before_scp(tmp_path, monkeypatch):
     with ArkScpWriter(str(d / "a.ark"), str(d / "a.scp")) as w:
         w.write("u", np.ones((2, 3), np.float32))
     kinds = [(e, n if e == "rename" or n == "out" else n.split(".")[1]) for e, n in events]
-    assert kinds == [("fsync", "a"), ("rename", "a.ark"), ("fsync", "out"),
-                     ("fsync", "a"), ("rename", "a.scp"), ("fsync", "out")], events
+    assert kinds == [("fsync", "a"), ("fsync", "a"), ("rename", "a.ark"), ("fsync", "out"),
+                     ("rename", "a.scp"), ("fsync", "out")], events
+    assert events[0][1].startswith(".a.ark.") and events[1][1].startswith(".a.scp.")
     assert [e[1].endswith(".tmp") for e in events if e[0] == "fsync" and e[1] != "out"] == \
         [True, True]
 

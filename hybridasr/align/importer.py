@@ -1,6 +1,8 @@
 """Import a Kaldi GMM alignment dir as hybrid training targets (``steps/import_ali.sh``).
 
-Reads ``<ali-dir>/final.mdl`` (its TransitionModel) and ``ali.{1..num_jobs}.gz`` job by job;
+Reads ``<ali-dir>/final.mdl`` (its TransitionModel; its phones must be those of the ali dir's
+``phones.txt`` and, with ``--lang``, of the lang dir's) and ``ali.{1..num_jobs}.gz`` (no other
+``ali.*.gz`` may be there: a ``num_jobs`` that disagrees with the files is an error) job by job;
 maps transition-ids to pdf-ids; checks each alignment against the model (transition-ids in
 range, phones split as Kaldi's SplitToPhones expects) and against the feature frame count of
 ``<data-dir>`` (``utt2num_frames``, else the ``feats.scp`` matrix headers) with Kaldi nnet1's
@@ -38,6 +40,7 @@ from hybridasr.align.phones import split_to_phones
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.io.table import read_int_map, write_map
 from hybridasr.kaldi.io.table_writer import IntVectorWriter
+from hybridasr.kaldi.symbol_table import check_model_phones, check_phones_compatible
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.options import option
 
@@ -54,6 +57,10 @@ class ImportOptions:
         "semantics): longer targets are cut to the features, shorter ones kept (training trims "
         "the features to them; their lengths go to <dir>/target_lengths); drop it otherwise",
         minimum=0)
+    lang: str = option("", "a lang dir the alignments must fit: its phones.txt is the ali dir's "
+                           "(disambiguation symbols aside, as Kaldi's "
+                           "utils/lang/check_phones_compatible.sh) and final.mdl's phones "
+                           "(empty: only the ali dir's own phones.txt is checked)")
     label_delay: int = option(0, "not applied at import: only 0 is accepted; delay the labels "
                                  "with train.py's --label-delay, which the model stores and "
                                  "decoding undoes")
@@ -95,8 +102,28 @@ def feature_lengths(data_dir: str) -> "OrderedDict[str, int]":
     return read_scp_lengths(feats)
 
 
+def check_phones(ali_dir: str, tm, lang_dir: str = "") -> None:
+    """``<ali-dir>/final.mdl`` has the phones of ``<ali-dir>/phones.txt`` (when there is one)
+    and, with ``lang_dir``, the lang dir's ``phones.txt`` is the ali dir's (disambiguation
+    symbols aside) and the model's: an ali dir from another lang dir is an error naming both
+    files, before any alignment is read."""
+    model = os.path.join(ali_dir, "final.mdl")
+    own = os.path.join(ali_dir, "phones.txt")
+    why = "the alignments were made with another lang dir"
+    if os.path.isfile(own):
+        check_model_phones(model, tm.topology.phones, own, why)
+    if lang_dir:
+        lang_phones = os.path.join(lang_dir, "phones.txt")
+        if not os.path.isfile(lang_phones):
+            raise FormatError(f"--lang {lang_dir}: no phones.txt (not a lang dir?)")
+        if os.path.isfile(own):
+            check_phones_compatible(lang_phones, own, why)
+        check_model_phones(model, tm.topology.phones, lang_phones, why)
+
+
 def import_alignments(ali_dir: str, data_dir: str, out_dir: str,
-                      length_tolerance: int = DEFAULT_LENGTH_TOLERANCE) -> ImportReport:
+                      length_tolerance: int = DEFAULT_LENGTH_TOLERANCE,
+                      lang_dir: str = ImportOptions.lang) -> ImportReport:
     model = os.path.join(ali_dir, "final.mdl")
     if os.path.islink(model) and not os.path.exists(model):
         raise FormatError(f"{model} is a symbolic link to {os.readlink(model)!r}, which does "
@@ -106,6 +133,7 @@ def import_alignments(ali_dir: str, data_dir: str, out_dir: str,
     if length_tolerance < 0:
         raise FormatError(f"--length-tolerance must be >= 0, got {length_tolerance}")
     tm = read_transition_model(model)
+    check_phones(ali_dir, tm, lang_dir)
     files = alignment_files(ali_dir)
     lengths = feature_lengths(data_dir)
     os.makedirs(out_dir, exist_ok=True)

@@ -2,8 +2,11 @@
 
 Features and targets are read by key on demand (``hybridasr.kaldi.io.random_access``: nothing is
 copied into memory up front, each ark is opened once per process, compressed features are
-decoded with Kaldi's arithmetic); lengths come from ``utt2num_frames`` or the ark headers. Per-speaker CMVN stats
-(small) are read once. Features and targets of different lengths are trimmed to the shorter,
+decoded with Kaldi's arithmetic); lengths come from ``utt2num_frames`` or the ark headers.
+Per-speaker CMVN stats (small) are read once; a data dir without ``cmvn.scp`` where the
+transform normalises per speaker is an error naming the file and the command that makes it.
+Every feature matrix is checked for NaN/inf as it is read (an error naming the utterance and
+its ark). Features and targets of different lengths are trimmed to the shorter,
 as Kaldi nnet1 does within ``--length-tolerance``: with the import's ``target_lengths`` the
 trimmed length is known up front (``lengths``, what batching plans with); without it (an older
 import dir, other targets) both are trimmed when read, when they differ by less than
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from collections import OrderedDict
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -30,6 +34,22 @@ from hybridasr.kaldi.io.random_access import int_vectors, matrices
 from hybridasr.kaldi.io.table import read_int_map, read_map
 
 log = logging.getLogger(__name__)
+
+
+def missing_cmvn_message(data_dir: str) -> str:
+    """The error for a data dir without the ``cmvn.scp`` a model's transform needs, with the
+    command that makes it (for a split dir ``<data>/split<N>/<j>``: of ``<data>``, then split
+    again)."""
+    path = os.path.join(data_dir, "cmvn.scp")
+    parts = os.path.normpath(data_dir).split(os.sep)
+    src, then = data_dir, ""
+    if len(parts) >= 3 and parts[-1].isdigit() and re.fullmatch(r"split\d+(utt)?", parts[-2]):
+        src = os.sep.join(parts[:-2]) or "."
+        then = f", then remove {os.sep.join(parts[:-1])} so that it is split again"
+    return (f"{path}: no such file, but the features are normalised per speaker (CMVN: the "
+            f"model's --norm-means=true): make it with steps/compute_cmvn_stats.sh {src} "
+            f"<log-dir> <cmvn-dir>{then} (never skipped silently: without it the network "
+            f"sees features it was not trained on)")
 
 
 class UtteranceDataset:
@@ -53,6 +73,10 @@ class UtteranceDataset:
         if cmvn_scp:
             with matrices(cmvn_scp) as stats:
                 self.cmvn = {k: np.asarray(v, np.float64) for k, v in stats.items()}
+            for k, v in self.cmvn.items():
+                if not np.isfinite(v).all():
+                    raise FormatError(f"{cmvn_scp}: the CMVN stats of {k} hold NaN or inf: "
+                                      f"its features are not finite; make them again")
         self._feats = None
         self._targets = None
         self.cache_utts = 0  # raw utterances kept (TBPTT reads each one window at a time)
@@ -79,9 +103,11 @@ class UtteranceDataset:
                       use_cmvn: bool = True,
                       target_lengths: Optional[str] = None,
                       num_classes: Optional[int] = None) -> "UtteranceDataset":
-        """A Kaldi data dir: ``feats.scp`` and, where present, ``utt2spk``, ``cmvn.scp``
-        (when ``use_cmvn``) and ``utt2num_frames``; ``target_lengths``: the import's
-        (``<ali-dir>/target_lengths``), or None; ``num_classes``: targets must be below it."""
+        """A Kaldi data dir: ``feats.scp``, ``cmvn.scp`` when ``use_cmvn`` (the transform
+        normalises per speaker: then a missing ``cmvn.scp`` is an error, never a silent skip)
+        and, where present, ``utt2spk`` and ``utt2num_frames``; ``target_lengths``: the
+        import's (``<ali-dir>/target_lengths``), or None; ``num_classes``: targets must be
+        below it."""
         def opt(name):
             p = os.path.join(data_dir, name)
             return p if os.path.exists(p) else None
@@ -89,7 +115,12 @@ class UtteranceDataset:
         feats = os.path.join(data_dir, "feats.scp")
         if not os.path.exists(feats):
             raise FormatError(f"{data_dir}: no feats.scp (run steps/make_mfcc.sh first)")
-        return cls(feats, targets_scp, opt("utt2spk"), opt("cmvn.scp") if use_cmvn else None,
+        cmvn = None
+        if use_cmvn:
+            cmvn = os.path.join(data_dir, "cmvn.scp")
+            if not os.path.exists(cmvn):
+                raise FormatError(missing_cmvn_message(data_dir))
+        return cls(feats, targets_scp, opt("utt2spk"), cmvn,
                    transform, opt("utt2num_frames"), target_lengths, num_classes)
 
     # --- lengths: features and targets trimmed to the shorter (Kaldi nnet1) -------------
@@ -145,10 +176,22 @@ class UtteranceDataset:
         return None if self.cmvn is None else self.cmvn[self._cmvn_key(utt)]
 
     def raw_feats(self, utt: str) -> np.ndarray:
+        """The utterance's features as stored; a NaN or inf in them is an error naming the
+        utterance and where it is (one ``isfinite`` pass per read: cheap beside the read)."""
+        reader = self._feat_reader()
         try:
-            return self._feat_reader()[utt]
+            feats = reader[utt]
         except KeyError:
             raise FormatError(f"utterance {utt} is not in {self.feats_scp}") from None
+        finite = np.isfinite(feats)
+        if not finite.all():
+            bad = np.argwhere(~finite)
+            frame = int(bad[0][0]) if feats.ndim > 1 else 0
+            raise FormatError(f"{self.feats_scp}: utterance {utt} ({reader.location(utt)}) has "
+                              f"{len(bad)} NaN or inf feature values (the first in frame "
+                              f"{frame}): make its features again or leave it out of the "
+                              f"data dir (utils/subset_data_dir.sh, utils/fix_data_dir.sh)")
+        return feats
 
     def raw_targets(self, utt: str) -> Optional[np.ndarray]:
         if not self.targets_scp:

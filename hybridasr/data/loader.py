@@ -25,14 +25,14 @@ from functools import partial
 from typing import Dict, Iterator, Optional
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from hybridasr.data.batch import Batch, collate
 from hybridasr.data.batching import BatchPlan
 from hybridasr.data.config import DataConfig
 from hybridasr.data.epoch import plan_epoch, plan_stats
 from hybridasr.data.spec_augment import SpecAugment, make_spec_augment
-from hybridasr.errors import ConfigError
+from hybridasr.errors import ConfigError, HybridAsrError
 from hybridasr.features.transform import IGNORE_INDEX
 
 
@@ -121,7 +121,27 @@ class _PlanUnits(Dataset):
 
     def __getitem__(self, i):
         mask = None if self.augment is None else _Masking(self.augment, self.first + i)
-        return load_plan(self.dataset, self.plans[i], self.dim, mask)
+        try:
+            return load_plan(self.dataset, self.plans[i], self.dim, mask)
+        except HybridAsrError as e:
+            if get_worker_info() is None:
+                raise
+            return _LoadError(e)
+
+
+class _LoadError:
+    """Bad input met in a loader worker (a NaN in an utterance's features), carried to the
+    training process and raised there as it was: the DataLoader would raise it with the
+    worker's traceback in its message."""
+
+    def __init__(self, error: HybridAsrError):
+        self.cls, self.message = type(error), str(error)
+
+    def error(self) -> HybridAsrError:
+        try:
+            return self.cls(self.message)
+        except TypeError:  # a class whose constructor takes more
+            return HybridAsrError(self.message)
 
 
 def _identity(x):
@@ -184,6 +204,8 @@ class BatchIterator:
         if workers > 0:
             kwargs.update(prefetch_factor=self.config.prefetch, worker_init_fn=_seed_worker)
         for unit in DataLoader(units, **kwargs):
+            if isinstance(unit, _LoadError):
+                raise unit.error()
             if isinstance(unit, list):
                 yield from unit[drop:]
             else:  # a strategy's own unit, cut into batches here (pinned, as the loader's)

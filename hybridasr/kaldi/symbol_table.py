@@ -34,3 +34,52 @@ def read_symbol_table(path: str) -> Dict[int, str]:
 def ids_to_text(symbols: Dict[int, str], ids: Iterable[int]) -> str:
     """Word ids as their symbols, space-separated (``<id N>`` for one the table lacks)."""
     return " ".join(symbols.get(i, f"<id {i}>") for i in ids)
+
+
+# ------------------------------------------------------------------ phone lists
+_DISAMBIG = re.compile(r"#\d+")
+
+
+def phone_ids(path: str) -> Dict[str, int]:
+    """The phones of a ``phones.txt``: {phone: id} without ``<eps>`` (id 0) and the
+    disambiguation symbols (``#0``, ``#1``, ...)."""
+    return {p: i for p, i in read_symbol_ids(path).items()
+            if i != 0 and not _DISAMBIG.fullmatch(p)}
+
+
+def check_phones_compatible(first: str, second: str, why: str = "") -> None:
+    """Kaldi's ``utils/lang/check_phones_compatible.sh``: two ``phones.txt`` are the same,
+    disambiguation symbols aside; otherwise a FormatError naming both and the first
+    difference."""
+    a, b = phone_ids(first), phone_ids(second)
+    if a == b:
+        return
+    diff = next((p for p in sorted(set(a) | set(b), key=lambda p: (a.get(p, b.get(p)), p))
+                 if a.get(p) != b.get(p)), None)
+    detail = (f"phone {diff!r} is {a.get(diff, 'absent')} in the first, "
+              f"{b.get(diff, 'absent')} in the second" if diff is not None else "")
+    raise FormatError(f"{first} and {second} do not match ({len(a)} and {len(b)} phones; "
+                      f"{detail}){': ' + why if why else ''}")
+
+
+def check_model_phones(model: str, model_phones: Iterable[int], phones_txt: str,
+                       why: str = "") -> None:
+    """A model's phones (its topology's, e.g. ``TransitionModel.topology.phones``) are those
+    of ``phones_txt``; otherwise a FormatError naming both files."""
+    have = set(int(p) for p in model_phones)
+    listed = phone_ids(phones_txt)
+    ids = set(listed.values())
+    if have == ids:
+        return
+    by_id = {i: p for p, i in listed.items()}
+    missing = sorted(ids - have)
+    extra = sorted(have - ids)
+    what = []
+    if missing:
+        what.append(f"{len(missing)} of its phones are not in the model (e.g. "
+                    f"{by_id[missing[0]]!r}, id {missing[0]})")
+    if extra:
+        what.append(f"the model has {len(extra)} phone ids it lacks (e.g. {extra[0]})")
+    raise FormatError(f"{model} does not fit {phones_txt}: the model's topology has "
+                      f"{len(have)} phones, the phone list {len(ids)}; {'; '.join(what)}"
+                      f"{': ' + why if why else ''}")

@@ -31,6 +31,21 @@ def _num_pdfs_of_model(path: str) -> int:
     return int(read_transition_model(path).num_pdfs)
 
 
+def _check_ali_phones(ali_dir: str, lang_dir: str, problems: List[str]) -> None:
+    """The alignment model's phones are the lang dir's (``steps/import_ali.sh --lang``'s
+    check, made here so that stage 0 finds it)."""
+    from hybridasr.align.importer import check_phones
+    from hybridasr.kaldi.transition_model import read_transition_model
+
+    if not os.path.isfile(os.path.join(lang_dir, "phones.txt")):
+        return  # reported as missing above
+    try:
+        check_phones(ali_dir, read_transition_model(os.path.join(ali_dir, "final.mdl")),
+                     lang_dir)
+    except HybridAsrError as e:
+        problems.append(str(e))
+
+
 def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, graph: str,
                     use_kaldi_feats: bool = False, lm_given: bool = False) -> dict:
     """Checks that the pieces the recipe needs are there and agree; returns facts found.
@@ -85,6 +100,8 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
             facts["num_pdfs_ali"] = _num_pdfs_of_model(mdl)
         except HybridAsrError as e:
             problems.append(str(e))
+        else:
+            _check_ali_phones(ali_dir, os.path.join(kaldi_dir, lang), problems)
     graph_pdfs = os.path.join(kaldi_dir, graph, "num_pdfs")
     graph_mdl = os.path.join(kaldi_dir, os.path.dirname(graph.rstrip("/")), "final.mdl")
     if os.path.exists(graph_pdfs):

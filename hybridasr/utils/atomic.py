@@ -1,5 +1,7 @@
 """Atomic, durable file writes: write to a temporary name beside the target, fsync it, rename,
-fsync the directory.
+fsync the directory. On any error the temporary is removed; a full disk (ENOSPC, EDQUOT, or a
+writer without an errno, such as torch's, failing on a file system with no space left) is an
+``OutputError`` naming the target: ``no space left on device: <file>``.
 
 An interrupted writer leaves the old file (or none), never a half-written one; once the
 ``with`` block has returned, the new file and its name are on disk (a power loss cannot undo
@@ -11,9 +13,15 @@ the umask.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
+
+from hybridasr.errors import HybridAsrError, OutputError
+
+# errors that say the file system is full, whatever was being done with it
+_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
 def current_umask() -> int:
@@ -83,17 +91,63 @@ def replace_durably(src: str, dst: str) -> None:
     fsync_dir(os.path.dirname(os.path.abspath(dst)))
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError saying there is no space left (ENOSPC, or EDQUOT: over quota)."""
+    return isinstance(exc, OSError) and exc.errno in _FULL
+
+
+_NEARLY_FULL = 1 << 20  # bytes
+
+
+def no_space_left(path: str) -> bool:
+    """Whether the file system holding ``path`` has (almost) no space left for this user: how
+    a failed writer that reports no errno (torch's C++ stream: ``basic_ios::clear``) is told
+    from other failures."""
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)) or ".")
+    except (OSError, AttributeError):
+        return False
+    free = st.f_bfree if hasattr(os, "geteuid") and os.geteuid() == 0 else st.f_bavail
+    return free * st.f_frsize < _NEARLY_FULL
+
+
+def write_error(path: str, exc: OSError) -> OutputError:
+    """The error to raise for an OSError met while writing ``path`` (the file the user named,
+    not its temporary): ``no space left on device: <path>`` for a full disk or quota, else
+    ``cannot write <path>: <reason>``."""
+    if isinstance(exc, OutputError):
+        return exc
+    if exc.errno == errno.ENOSPC:
+        return OutputError(f"no space left on device: {path}", exc.errno)
+    if is_disk_full(exc):
+        return OutputError(f"disk quota exceeded: {path}", exc.errno)
+    return OutputError(f"cannot write {path}: {exc.strerror or exc}", exc.errno or 0)
+
+
 @contextlib.contextmanager
 def _atomic(path: str, synced: bool):
-    tmp = tmp_path_for(path)
+    """The temporary is removed on any exception (a full disk included: then the error
+    names ``path``, the file being written)."""
+    try:
+        tmp = tmp_path_for(path)
+    except OSError as e:
+        raise write_error(path, e) from e
     try:
         yield tmp
         if not synced:
             fsync_file(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
+        # a writer without an errno (torch.save): asked before the temporary frees its space
+        full_disk = isinstance(e, RuntimeError) and no_space_left(tmp)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if is_disk_full(e) and not isinstance(e, HybridAsrError):
+            raise write_error(path, e) from e
+        if full_disk:
+            said = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise OutputError(f"no space left on device: {path} (the writer said: {said})",
+                              errno.ENOSPC) from e
         raise
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 
@@ -109,7 +163,13 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
     """``open`` for writing, atomically and durably: the file appears whole at the end or not
     at all."""
     with _atomic(path, synced=True) as tmp:
-        with open(tmp, mode, **kwargs) as f:
+        f = open(tmp, mode, **kwargs)
+        try:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):  # its buffer may not flush (a full disk):
+                f.close()                       # the error on its way says so
+            raise
+        f.close()

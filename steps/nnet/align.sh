@@ -82,7 +82,9 @@ cp -L "$srcdir/tree" "$dir/tree"
 cp -L "$lang/phones.txt" "$dir/phones.txt"
 
 sdata=$data/split$nj
-[[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
+# split_data.sh does nothing when the split is newer than every file of $data (cmvn.scp
+# too, which a test of feats.scp alone missed)
+"$utils/split_data.sh" "$data" $nj
 rm -f "$dir"/ali.*.gz "$dir"/log/align_report.*.json
 
 # the options given, as --name=value (an empty one is left to the tool)

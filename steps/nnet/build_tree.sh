@@ -85,7 +85,9 @@ cmvn_opts=$(cat "$alidir/cmvn_opts" 2>/dev/null || true)
 delta_opts=$(cat "$alidir/delta_opts" 2>/dev/null || true)
 
 sdata=$data/split$nj
-[[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
+# split_data.sh does nothing when the split is newer than every file of $data (cmvn.scp
+# too, which a test of feats.scp alone missed)
+"$utils/split_data.sh" "$data" $nj
 
 # the alignments of job JOB: the same job of <ali-dir> when the splits agree, else all of
 # them (each job keeps the utterances of its data split)

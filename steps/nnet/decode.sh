@@ -111,7 +111,9 @@ fi
 
 mkdir -p "$dir/log"
 sdata=$data/split$nj
-[[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
+# split_data.sh does nothing when the split is newer than every file of $data (cmvn.scp
+# too, which a test of feats.scp alone missed)
+"$utils/split_data.sh" "$data" $nj
 echo $nj > "$dir/num_jobs"
 
 forward_opts=(--class-frame-counts="$class_frame_counts" ${prior_scale:+--prior-scale=$prior_scale}

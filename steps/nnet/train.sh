@@ -84,7 +84,12 @@ import_if_needed() {  # <ali-dir> <data-dir> <name> -> prints the imported dir
         sleep 5; waited=$((waited + 5))
       done
     elif [ ! -f "$dir/$name/targets.scp" ]; then
-      "$steps/import_ali.sh" "$ali" "$data" "$dir/$name" >&2
+      # with the lang dir, the import checks that the alignments fit its phones
+      if [ -f "$lang/phones.txt" ]; then
+        "$steps/import_ali.sh" --lang "$lang" "$ali" "$data" "$dir/$name" >&2
+      else
+        "$steps/import_ali.sh" "$ali" "$data" "$dir/$name" >&2
+      fi
     fi
     echo "$dir/$name"
   else

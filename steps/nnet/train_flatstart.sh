@@ -154,7 +154,9 @@ else
   rm -f "$ali0/num_jobs" "$ali0"/ali.*.gz "$ali0"/log/align_report.*.json
   cp "$dir/mono/final.mdl" "$dir/mono/tree" "$dir/mono/phones.txt" "$ali0/"
   sdata=$data/split$nj
-  [[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
+  # split_data.sh does nothing when the split is newer than every file of $data (cmvn.scp
+  # too, which a test of feats.scp alone missed)
+  "$utils/split_data.sh" "$data" $nj
   echo "$0: equal alignment of $data ($nj jobs)"
   $cmd JOB=1:$nj "$ali0/log/align.JOB.log" \
     align_equal.py --seed=$seed --report="$ali0/log/align_report.JOB.json" \

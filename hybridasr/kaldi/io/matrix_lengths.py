@@ -21,7 +21,10 @@ from hybridasr.kaldi.io.table import iter_map_lines, read_int_map
 
 
 def _rows_from_header(f: BinaryIO) -> Optional[int]:
-    if f.read(2) != b"\0B":
+    head = f.read(2)
+    if not head:
+        raise FormatError("truncated: the file ends before this offset")
+    if head != b"\0B":
         return None
     token = b""
     while len(token) < 5:
@@ -30,12 +33,19 @@ def _rows_from_header(f: BinaryIO) -> Optional[int]:
             break
         token += c
     if token in (b"FM", b"DM"):
-        size, rows = struct.unpack("<bi", f.read(5))
+        size, rows = struct.unpack("<bi", _read_exact(f, 5))
         return rows if size == 4 else None
     if token in (b"CM", b"CM2", b"CM3"):
-        _, _, rows, _ = struct.unpack("<ffii", f.read(16))
+        _, _, rows, _ = struct.unpack("<ffii", _read_exact(f, 16))
         return rows
     return None
+
+
+def _read_exact(f: BinaryIO, n: int) -> bytes:
+    data = f.read(n)
+    if len(data) != n:
+        raise FormatError("truncated matrix header: the file ends inside it")
+    return data
 
 
 def read_scp_lengths(feats_scp: str) -> "OrderedDict[str, int]":
@@ -53,7 +63,11 @@ def read_scp_lengths(feats_scp: str) -> "OrderedDict[str, int]":
                 except FormatError as e:
                     raise FormatError(f"{feats_scp}:{lineno}: {e} (for {utt})") from None
                 f.seek(offset)
-                rows = _rows_from_header(f)
+                try:
+                    rows = _rows_from_header(f)
+                except FormatError as e:
+                    raise FormatError(f"{feats_scp}:{lineno}: {utt}: {path}: matrix at offset "
+                                      f"{offset}: {e}") from None
             if rows is None:
                 fallback.append((lineno, utt, rx))
             out[utt] = rows if rows is not None else -1
@@ -65,7 +79,8 @@ def read_scp_lengths(feats_scp: str) -> "OrderedDict[str, int]":
                 out[utt] = int(kaldiio.load_mat(rx).shape[0])
             except Exception as e:  # kaldiio raises many kinds
                 raise FormatError(f"{feats_scp}:{lineno}: cannot read {rx} for {utt}: "
-                                  f"{e}") from None
+                                  f"truncated or corrupt ({str(e) or type(e).__name__})") \
+                    from None
     return out
 
 
@@ -98,4 +113,5 @@ def feat_length_of_file(rxfilename: str) -> int:
     try:
         return int(kaldiio.load_mat(rxfilename).shape[0])
     except Exception as e:  # noqa: BLE001 - kaldiio raises many kinds
-        raise FormatError(f"cannot read a matrix from {rxfilename}: {e}") from None
+        raise FormatError(f"cannot read a matrix from {rxfilename}: "
+                          f"{str(e) or type(e).__name__}") from None

@@ -14,8 +14,10 @@ as Kaldi's ``CharToFloat`` does) and anything else through kaldiio.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import struct
 from typing import Iterator, Optional, Tuple
 
@@ -33,13 +35,54 @@ def _uint16_to_float(min_value, range_, v):
     return _F(min_value) + (_F(range_) * _F(1.52590218966964e-05)) * v.astype(_F)
 
 
+# kaldiio's readers raise all of these on a truncated or corrupt input
+_READ_ERRORS = (ValueError, struct.error, AssertionError, EOFError, RuntimeError,
+                UnicodeDecodeError)
+# Kaldi's uncompressed binary types: numpy dtype, bytes per value, matrix (else vector)
+_PLAIN = {b"FM": ("<f4", 4, True), b"DM": ("<f8", 8, True), b"FV": ("<f4", 4, False),
+          b"DV": ("<f8", 8, False)}
+
+
+def _name(fd) -> str:
+    name = getattr(fd, "name", None)
+    return name if isinstance(name, str) else "<stream>"
+
+
+def _bytes_left(fd) -> Optional[int]:
+    """Bytes from the position to the end of a regular file (None: not known)."""
+    try:
+        st = os.fstat(fd.fileno())
+        return st.st_size - fd.tell() if stat.S_ISREG(st.st_mode) else None
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+
+
+def _read_exact(fd, n: int, what: str) -> bytes:
+    """Exactly ``n`` bytes; a shorter file is a FormatError saying what was cut (checked
+    before reading, so a corrupt size never makes a huge allocation)."""
+    if n < 0:
+        raise FormatError(f"corrupt matrix: negative size of its {what}")
+    left = _bytes_left(fd)
+    if left is not None and n > left:
+        raise FormatError(f"truncated matrix: its {what} needs {n} bytes, the file has "
+                          f"{max(left, 0)} left")
+    data = fd.read(n)
+    if len(data) != n:
+        raise FormatError(f"truncated matrix: its {what} needs {n} bytes, got {len(data)}")
+    return data
+
+
 def _decompress(fd, kind: str) -> np.ndarray:
-    min_value, range_, rows, cols = struct.unpack("<ffii", fd.read(16))
+    min_value, range_, rows, cols = struct.unpack("<ffii", _read_exact(fd, 16, "header"))
+    if rows < 0 or cols < 0:
+        raise FormatError(f"corrupt compressed matrix header ({rows} x {cols})")
     if kind == "CM":
-        head = np.frombuffer(fd.read(8 * cols), dtype="<u2").reshape(cols, 4)
+        head = np.frombuffer(_read_exact(fd, 8 * cols, "column headers"),
+                             dtype="<u2").reshape(cols, 4)
         p = _uint16_to_float(min_value, range_, head)
         p0, p25, p75, p100 = (p[:, i:i + 1] for i in range(4))
-        data = np.frombuffer(fd.read(rows * cols), dtype=np.uint8).reshape(cols, rows)
+        data = np.frombuffer(_read_exact(fd, rows * cols, f"data ({rows} x {cols})"),
+                             dtype=np.uint8).reshape(cols, rows)
         v = data.astype(_F)
         low = p0.astype(np.float64) + ((p25 - p0) * v).astype(np.float64) * (1 / 64.0)
         mid = p25.astype(np.float64) + ((p75 - p25) * (v - _F(64))).astype(np.float64) * (1 / 128.0)
@@ -47,27 +90,76 @@ def _decompress(fd, kind: str) -> np.ndarray:
         out = np.where(data <= 64, low, np.where(data <= 192, mid, high)).astype(_F)
         return np.ascontiguousarray(out.T)
     if kind == "CM2":
-        data = np.frombuffer(fd.read(2 * rows * cols), dtype="<u2").reshape(rows, cols)
+        data = np.frombuffer(_read_exact(fd, 2 * rows * cols, f"data ({rows} x {cols})"),
+                             dtype="<u2").reshape(rows, cols)
         return _uint16_to_float(min_value, range_, data)
-    data = np.frombuffer(fd.read(rows * cols), dtype=np.uint8).reshape(rows, cols)
+    data = np.frombuffer(_read_exact(fd, rows * cols, f"data ({rows} x {cols})"),
+                         dtype=np.uint8).reshape(rows, cols)
     return _F(min_value) + (_F(range_) * _F(1.0 / 255.0)) * data.astype(_F)
 
 
-def read_matrix_at(fd, offset: int) -> np.ndarray:
-    """The matrix at ``offset`` of an open binary ark (Kaldi-exact for compressed ones)."""
+def _read_plain(fd, token: bytes) -> np.ndarray:
+    """Kaldi's ``FM``/``DM`` matrices and ``FV``/``DV`` vectors (as kaldiio reads them)."""
+    dtype, width, is_matrix = _PLAIN[token]
+
+    def size(what):
+        b = _read_exact(fd, 5, what)
+        if b[0] != 4:
+            raise FormatError(f"corrupt matrix: its {what} has size byte {b[0]}, not 4")
+        return struct.unpack("<i", b[1:])[0]
+
+    rows = size("row count")
+    cols = size("column count") if is_matrix else 1
+    if rows < 0 or cols < 0:
+        raise FormatError(f"corrupt matrix header ({rows} x {cols})")
+    data = np.frombuffer(_read_exact(fd, rows * cols * width, f"data ({rows} x {cols})"),
+                         dtype=dtype)
+    return data.reshape(rows, cols) if is_matrix else data
+
+
+def _read_token(fd) -> bytes:
+    """A Kaldi binary type token (``FM``, ``CM2``, ...) and its space."""
+    token = b""
+    while True:
+        c = fd.read(1)
+        if not c:
+            raise FormatError("truncated matrix: the file ends in its type token")
+        if c == b" ":
+            return token
+        token += c
+        if len(token) > 4:
+            raise FormatError(f"corrupt matrix: type token starts {token!r}")
+
+
+def _read_matrix_at(fd, offset: int) -> np.ndarray:
     fd.seek(offset)
-    head = fd.read(2)
-    if head == b"\0B":
-        token = fd.read(3)
-        if token in (b"CM ", b"CM2", b"CM3"):
-            kind = token.decode().strip()
-            if kind != "CM":
-                fd.read(1)  # the space after CM2/CM3
-            return _decompress(fd, kind)
-    from kaldiio.matio import read_kaldi
+    head = fd.read(3)
+    if head[:2] == b"\0B" and head[2:] != b"\4":  # binary, not an int32 vector
+        fd.seek(offset + 2)
+        token = _read_token(fd)
+        if token in (b"CM", b"CM2", b"CM3"):
+            return _decompress(fd, token.decode())
+        if token in _PLAIN:
+            return _read_plain(fd, token)
+        raise FormatError(f"not a Kaldi float matrix or vector (type {token!r})")
+    if len(head) == 0:
+        raise FormatError("truncated: nothing at this offset (the file ends before it)")
+    from kaldiio.matio import read_kaldi  # a text matrix (ark,t) and other objects
 
     fd.seek(offset)
     return np.asarray(read_kaldi(fd))
+
+
+def read_matrix_at(fd, offset: int) -> np.ndarray:
+    """The matrix at ``offset`` of an open binary ark (Kaldi-exact for compressed ones); a
+    truncated or corrupt one is a FormatError naming the file and the offset."""
+    try:
+        return _read_matrix_at(fd, offset)
+    except FormatError as e:
+        raise FormatError(f"{_name(fd)}: matrix at offset {offset}: {e}") from None
+    except _READ_ERRORS as e:
+        raise FormatError(f"{_name(fd)}: matrix at offset {offset}: truncated or corrupt "
+                          f"({str(e) or type(e).__name__})") from None
 
 
 _RANGE = re.compile(r"^(.*):(\d+)\[(\d+):(\d+)(?:,(\d+):(\d+))?\]$")
@@ -108,7 +200,7 @@ def read_matrix_rx(rx: str, files) -> np.ndarray:
     try:
         return np.asarray(kaldiio.load_mat(rx))
     except Exception as e:  # noqa: BLE001 - kaldiio raises many kinds
-        raise FormatError(f"cannot read {rx}: {e}") from None
+        raise FormatError(f"cannot read {rx}: {str(e) or type(e).__name__}") from None
 
 
 def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
@@ -122,9 +214,9 @@ def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
                 mat = read_matrix_rx(value, files)
             except FormatError as e:
                 raise FormatError(f"{scp}:{lineno}: {key}: {e}") from None
-            except (ValueError, struct.error) as e:
+            except _READ_ERRORS as e:
                 raise FormatError(f"{scp}:{lineno}: cannot read {key} at {value}: "
-                                  f"{e}") from None
+                                  f"{str(e) or type(e).__name__}") from None
             yield key, mat
 
 
@@ -142,12 +234,20 @@ def read_matrices(rspecifier: str) -> Iterator[Tuple[str, np.ndarray]]:
 
     stream = InputStream(spec.rxfilename)
     ok = False
+    count, last = 0, None
     try:
         try:
             for key, mat in load_ark(stream.f):
+                count, last = count + 1, key
                 yield key, np.asarray(mat)
-        except (OSError, ValueError, struct.error, UnicodeDecodeError) as e:
-            raise FormatError(f"cannot read {label(spec.rxfilename)}: {e}") from None
+        except (OSError,) + _READ_ERRORS as e:
+            where = (f"after its entry {count} ({last})" if last is not None else
+                     "at its first entry")
+            if not stream.is_pipe:
+                with contextlib.suppress(OSError, ValueError):
+                    where += f", near byte {stream.f.tell()}"
+            raise FormatError(f"cannot read {label(spec.rxfilename)}: truncated or corrupt "
+                              f"{where} ({str(e) or type(e).__name__})") from None
         ok = True
     finally:
         stream.close(check=ok)

@@ -66,6 +66,14 @@ class ScpTable:
     def __contains__(self, key) -> bool:
         return key in self._row
 
+    def location(self, key: str) -> str:
+        """Where ``key``'s value is: ``<ark>:<offset>`` or the scp entry (for messages)."""
+        row = self._row[key]
+        arch = int(self._archive[row])
+        if arch >= 0:
+            return f"{self._archives[arch]}:{int(self._offset[row])}"
+        return self._other[row]
+
     def __getitem__(self, key: str):
         row = self._row[key]  # KeyError for an unknown key, as a dict
         arch = int(self._archive[row])
@@ -76,9 +84,11 @@ class ScpTable:
             return self._read_other(self._files, self._other[row])
         except FormatError as e:
             raise FormatError(f"{self.scp}:{self._lineno[row]}: {key}: {e}") from None
-        except (OSError, ValueError, struct.error) as e:
+        except (OSError, ValueError, struct.error, AssertionError, EOFError,
+                RuntimeError) as e:  # kaldiio's readers raise all of these on bad input
             raise FormatError(f"{self.scp}:{self._lineno[row]}: cannot read {self.what} "
-                              f"{key}: {e}") from None
+                              f"{key} at {self.location(key)}: "
+                              f"{str(e) or type(e).__name__}") from None
 
     def items(self):
         for k in self._row:

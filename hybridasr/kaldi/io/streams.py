@@ -11,13 +11,14 @@ on ``commit()`` fsynced, renamed and its directory fsynced, so whatever is writt
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from typing import BinaryIO, Optional, Tuple
 
-from hybridasr.errors import FormatError
-from hybridasr.utils.atomic import replace_durably, tmp_path_for
+from hybridasr.errors import FormatError, OutputError
+from hybridasr.utils.atomic import replace_durably, tmp_path_for, write_error
 
 
 class InputStream:
@@ -92,6 +93,7 @@ class OutputStream:
         self.name = wxfilename
         self._proc: Optional[subprocess.Popen] = None
         self._tmp: Optional[str] = None
+        self._done = False  # committed or aborted
         if wxfilename == "-":
             self.f: BinaryIO = sys.stdout.buffer
         elif wxfilename.startswith("|"):
@@ -102,11 +104,28 @@ class OutputStream:
             d = os.path.dirname(os.path.abspath(wxfilename))
             if not os.path.isdir(d):
                 raise FormatError(f"cannot write {wxfilename}: no such directory {d}")
-            self._tmp = tmp_path_for(wxfilename)  # already has the mode open() would give
-            self.f = open(self._tmp, "wb")
+            try:
+                self._tmp = tmp_path_for(wxfilename)  # already has the mode open() would give
+                self.f = open(self._tmp, "wb")
+            except OSError as e:
+                if self._tmp is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(self._tmp)
+                raise write_error(wxfilename, e) from e
+
+    def _failed(self, e: OSError) -> OutputError:
+        """A write to the file failed (a full disk): the temporary is removed, and the error
+        names the file."""
+        self.abort()
+        return write_error(self.name, e)
 
     def write(self, data: bytes) -> int:
-        return self.f.write(data)
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            if self._tmp is None:
+                raise
+            raise self._failed(e) from e
 
     def tell(self) -> int:
         return self.f.tell()
@@ -116,14 +135,31 @@ class OutputStream:
         """True for a file (offsets are known: an scp can point into it)."""
         return self._tmp is not None
 
+    def prepare(self) -> None:
+        """For a file: writes out and fsyncs the temporary (where a full disk shows), without
+        renaming it yet; ``commit`` then only renames. A table writer prepares all its files
+        before committing any."""
+        if self._tmp is not None and not self.f.closed:
+            try:
+                self.f.flush()
+                os.fsync(self.f.fileno())
+                self.f.close()
+            except OSError as e:
+                raise self._failed(e) from e
+
     def commit(self) -> None:
+        if self._done:
+            raise ValueError(f"{self.name}: output already finished")
         if self._tmp is not None:
-            self.f.flush()
-            os.fsync(self.f.fileno())
-            self.f.close()
-            replace_durably(self._tmp, self.name)
+            self.prepare()
+            try:
+                replace_durably(self._tmp, self.name)
+            except OSError as e:
+                raise self._failed(e) from e
             self._tmp = None
+            self._done = True
         elif self._proc is not None:
+            self._done = True
             self.f.close()
             rc = self._proc.wait()
             self._proc = None
@@ -131,16 +167,24 @@ class OutputStream:
                 raise FormatError(f"output command '{self.name[1:].strip()}' failed "
                                   f"(exit status {rc})")
         else:
+            self._done = True
             self.f.flush()
 
     def abort(self) -> None:
+        """Removes the temporary file (also when closing it fails: a full disk cannot flush
+        its buffer); safe to call twice."""
+        if self._done and self._tmp is None:
+            return
+        self._done = True
         if self._tmp is not None:
-            self.f.close()
+            tmp, self._tmp = self._tmp, None
             try:
-                os.unlink(self._tmp)
+                self.f.close()
             except OSError:
-                pass
-            self._tmp = None
+                pass  # the buffer could not be written: the file goes anyway
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
         elif self._proc is not None:
             self.f.close()
             self._proc.wait()

@@ -7,7 +7,8 @@ space, then the value as Kaldi's holders write it. The scp line of an entry is `
 expect). Files are written under temporary names and appear on ``close()``, each fsynced
 before its rename: the ark first, then the scp, so an interrupted job never leaves a valid scp
 pointing into a half-written ark; on an exception inside ``with`` (or ``close(ok=False)`` /
-``abort()``) nothing is left behind.
+``abort()``) nothing is left behind, temporaries included. A write that fails (a full disk)
+raises ``OutputError`` naming the file: ``no space left on device: <file>``.
 
 - :class:`MatrixWriter`: float matrices and vectors (binary as kaldiio writes them, optionally
   compressed with ``compression_method``: 1 is what ``copy-feats --compress=true`` writes, 2
@@ -80,8 +81,13 @@ class TableWriter:
             return
         ark, scp, self._ark, self._scp = self._ark, self._scp, None, None
         try:
+            # both written out first (a full disk fails here, and neither file appears)
+            ark.prepare()
+            if scp is not None:
+                scp.prepare()
             ark.commit()
         except BaseException:
+            ark.abort()
             if scp is not None:
                 scp.abort()
             raise
@@ -127,13 +133,9 @@ class MatrixWriter(TableWriter):
         return buf.getvalue()
 
     def write(self, key: str, array: np.ndarray) -> int:
-        if self.text:
-            return self._write_value(key, encode_text_matrix(array))
-        from kaldiio.matio import write_array
-
-        offset = self._begin(key)
-        write_array(self._ark.f, array, compression_method=self.compression_method)
-        return offset
+        # encoded first, then written through the stream (whose write errors, a full disk,
+        # name the file and remove its temporary)
+        return self._write_value(key, self.encode(array))
 
 
 class ArkScpWriter(MatrixWriter):

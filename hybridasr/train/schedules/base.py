@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar, List, Optional
 
 from hybridasr.errors import ConfigError
-from hybridasr.options import from_values, option
+from hybridasr.options import from_values, option, option_specs
 
 
 @dataclass
@@ -38,7 +38,8 @@ class ScheduleOptions:
     learning_rate: float = option(0.001, "initial learning rate")
     max_iters: int = option(20, "at most this many epochs", minimum=1)
     halving_factor: float = option(0.5, "newbob: multiply the rate by this when halving (all "
-                                        "schedules: after a NaN/inf epoch)")
+                                        "schedules: after a NaN/inf epoch); 0 < h <= 1",
+                                   above=0.0, maximum=1.0)
     min_learning_rate: float = option(0.0, "never decay below this (plateau: stop below it)")
 
 
@@ -96,7 +97,16 @@ class LrSchedule:
                 if isinstance(v, (int, float, str, bool, list, type(None)))}
 
     def load_state_dict(self, d: dict) -> None:
+        """The saved state; a saved value of a declared option is checked as the command line
+        is (a state written before a range check existed may hold a bad one)."""
+        specs = {sp.dest: sp for sp in option_specs(self.Options)}
         for k, v in d.items():
+            if k in specs and v is not None:
+                try:
+                    v = specs[k].check(v)
+                except ConfigError as e:
+                    flag, _, why = str(e).partition(": ")
+                    raise ConfigError(f"{flag} (saved training state): {why}") from None
             if k in self.__dict__:
                 setattr(self, k, v)
 

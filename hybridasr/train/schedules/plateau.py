@@ -14,7 +14,8 @@ from hybridasr.train.schedules.base import EpochDecision, LrSchedule, ScheduleOp
 @dataclass
 class PlateauOptions(ScheduleOptions):
     plateau_patience: int = option(2, "plateau: epochs without improvement before decaying")
-    plateau_factor: float = option(0.5, "plateau: decay factor")
+    plateau_factor: float = option(0.5, "plateau: decay factor; 0 < f <= 1", above=0.0,
+                                   maximum=1.0)
     plateau_threshold: float = option(1e-3, "plateau: relative improvement that counts")
 
 

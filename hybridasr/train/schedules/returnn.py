@@ -29,7 +29,8 @@ from hybridasr.train.schedules.base import EpochDecision, LrSchedule, ScheduleOp
 
 @dataclass
 class ReturnnOptions(ScheduleOptions):
-    newbob_learning_rate_decay: float = option(0.5, "RETURNN newbob_*: decay factor")
+    newbob_learning_rate_decay: float = option(0.5, "RETURNN newbob_*: decay factor; "
+                                                    "0 < f <= 1", above=0.0, maximum=1.0)
     newbob_learning_rate_growth: float = option(1.0, "RETURNN newbob_*: growth factor "
                                                      "(applied when not decaying)")
     newbob_relative_error_threshold: float = option(
