@@ -74,7 +74,7 @@ def main(argv=None):
     if "epoch" not in skip:
         common = [f"--config={src}/train.conf", f"--init-model={src}/final.nnet",
                   "--lr-schedule=constant", "--max-iters=1", "--min-batches-per-epoch=0",
-                  "--max-frames=20000", "--learning-rate=0.00001", "--num-threads=1"]
+                  "--max-frames=5000", "--learning-rate=0.0003", "--num-threads=1"]
         data = ["data/train_tr90", "data/train_cv10", f"{a.nnet_dir}_smbr/ali_tr",
                 f"{a.nnet_dir}_smbr/ali_cv"]
         t = {}

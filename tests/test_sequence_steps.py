@@ -123,3 +123,25 @@ def test_train_mpe_refuses_batches_that_cut_utterances(setup, repo_dir, env_with
     p = _sh(f"{repo_dir}/steps/nnet/train_mpe.sh {s['tr']} {s['lang']} {s['exp']} {s['ali']} "
             f"{s['root']}/nowhere {out}", env_with_path, s["root"])
     assert p.returncode != 0 and "nowhere/final.mdl" in p.stderr
+
+
+@pytest.mark.parametrize("model", ["lstm", "mlp"])
+def test_sequence_training_of_other_models(setup, model):
+    """train.py --objective=smbr trains the LSTM and the MLP (spliced frames) too: the
+    lattices are over pdfs, whatever network scores them."""
+    s = setup
+    exp = s["root"] / f"exp/{model}_smbr"
+    extra = ["--splice=2"] if model == "mlp" else []
+    assert load_pybin("train").main([
+        f"--model={model}", "--num-layers=1", "--hidden-size=32", *extra,
+        "--seq-ordering=laplace:4", "--max-frames=1000", "--num-workers=0",
+        "--learning-rate=0.002", "--lr-schedule=constant", "--max-iters=2",
+        "--progress-every=0", "--num-threads=1", "--objective=smbr",
+        f"--seq-denlats={s['den']}", "--seq-silence-phones=1:2:3:4:5",
+        f"--seq-class-frame-counts={s['exp']}/ali_train_pdf.counts",
+        str(s["tr"]), str(s["cv"]), str(s["root"] / "exp/blstm_smbr/ali_tr"),
+        str(s["root"] / "exp/blstm_smbr/ali_cv"), str(exp)]) == 0
+    rows = [json.loads(line) for line in open(exp / "metrics.jsonl")]
+    assert [r["objective"] for r in rows] == ["smbr"] * 3
+    assert all(0 < r["cv_loss"] < 1 for r in rows)
+    assert rows[2]["train_loss"] < rows[1]["train_loss"]
