@@ -43,12 +43,10 @@ def get_parser():
 
 
 def main(argv=None):
-    from hybridasr.cli import options_dict, save_resolved_config
     from hybridasr.data.options import data_config_from_args
     from hybridasr.models import model_config_from_args
     from hybridasr.train.lr_schedule import lr_schedule_from_args
     from hybridasr.train.options import train_config_from_args
-    from hybridasr.train.trainer import TrainInputs, save_config_json, train
 
     parser = get_parser()
     args = parser.parse_args(argv)
@@ -58,6 +56,18 @@ def main(argv=None):
     schedule = lr_schedule_from_args(args)
     os.makedirs(args.exp_dir, exist_ok=True)
     restart, args.restart = args.restart, None  # an action, not a setting: not in train.conf
+    if int(os.environ.get("RANK", "0")) == 0:  # one training per exp dir (rank 0 holds it)
+        from hybridasr.utils.dir_lock import dir_lock
+
+        with dir_lock(args.exp_dir, "training"):
+            return _train(parser, args, dcfg, mcfg, tcfg, schedule, restart)
+    return _train(parser, args, dcfg, mcfg, tcfg, schedule, restart)
+
+
+def _train(parser, args, dcfg, mcfg, tcfg, schedule, restart):
+    from hybridasr.cli import options_dict, save_resolved_config
+    from hybridasr.train.trainer import TrainInputs, save_config_json, train
+
     if int(os.environ.get("RANK", "0")) == 0:
         save_resolved_config(parser, args, os.path.join(args.exp_dir, "train.conf"))
         save_config_json(os.path.join(args.exp_dir, "config.json"), data=dcfg.to_dict(),

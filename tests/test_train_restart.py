@@ -89,7 +89,7 @@ def test_remove_run_removes_every_file_of_the_trainer_and_nothing_else(finished,
     (exp / ".train_state.json.k2j3h4g5.tmp").write_text("torn")
     before = set(_files(exp))
     removed = {os.path.relpath(p, exp) for p in remove_run(str(exp))}
-    kept = {"train.conf", "config.json"} | set(NOT_THE_TRAINERS)  # the command line's own
+    kept = {"train.conf", "config.json", ".lock"} | set(NOT_THE_TRAINERS)  # the command line's own
     assert removed == before - kept, sorted(removed ^ (before - kept))
     assert set(_files(exp)) == kept
     _planted_untouched(exp)
