@@ -71,7 +71,10 @@ sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" > "$dir/scoring/test
 pens=${word_ins_penalty//,/ }
 # tra_of <wip>: the pattern of the 1-best files of a penalty (with LMWT)
 tra_of() { if [ "$pens" = "$1" ]; then echo "$dir/scoring/LMWT.tra"; else echo "$dir/scoring/penalty_$1/LMWT.tra"; fi; }
-wer_of() { if [ "$pens" = "$1" ]; then echo "$dir/wer_LMWT"; else echo "$dir/wer_LMWT_$1"; fi; }
+# wer files are written into scoring/wer_new/ and replace <decode-dir>/wer_* only once every LM
+# weight is scored: a kill while scoring leaves no partial set that looks scored (the recipe
+# scores again)
+wer_of() { if [ "$pens" = "$1" ]; then echo "$dir/scoring/wer_new/wer_LMWT"; else echo "$dir/scoring/wer_new/wer_LMWT_$1"; fi; }
 case $lattices in auto|true|false) ;; *) echo "$0: bad --lattices $lattices (auto|true|false)" >&2; exit 1 ;; esac
 make_lattices=false
 if [ ! -f "$dir/lat.1.gz" ] && [ -f "$dir/loglikes.1.scp" ] && [ $lattices != false ]; then
@@ -143,12 +146,17 @@ if [ $stage -le 0 ]; then
 fi
 
 if [ $stage -le 1 ]; then
+  rm -rf "$dir/scoring/wer_new"
+  mkdir -p "$dir/scoring/wer_new"
   for wip in $pens; do
     $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/score.LMWT.$wip.log" \
       cat "$(tra_of $wip)" \| \
       "$utils/int2sym.pl" -f 2- "$symtab" \| sed 's:\<UNK\>::g' \| \
       compute_wer.py --text --mode=present "ark:$dir/scoring/test_filt.txt" ark,p:- ">&" "$(wer_of $wip)"
   done
+  rm -f "$dir"/wer_*
+  mv "$dir"/scoring/wer_new/wer_* "$dir"/
+  rmdir "$dir/scoring/wer_new"
 fi
 
 best=$(grep WER "$dir"/wer_* | "$utils/best_wer.sh")

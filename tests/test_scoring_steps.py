@@ -92,6 +92,24 @@ def test_score_sh_embedded(kaldi_digits, repo_dir, env_with_path, tmp_path):
     assert "best: " in p.stdout and "%WER 5.00" in p.stdout
     p = _sh(f"grep WER {dec}/wer_* | {repo_dir}/utils/best_wer.sh", env_with_path, tmp_path)
     assert "%WER 5.00 [ 1 / 20" in p.stdout
+    # scoring that dies at one LM weight (a kill, a full disk) leaves the complete set of
+    # before and no partial one: the recipe's "already scored" needs every wer file
+    before = {f.name: f.read_text() for f in dec.glob("wer_*")}
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "compute_wer.py").write_text(
+        "#!/bin/bash\n"
+        "n=$(cat " + str(tmp_path / "count") + " 2>/dev/null || echo 0)\n"
+        "echo $((n + 1)) > " + str(tmp_path / "count") + "\n"
+        "[ $n -ge 1 ] && exit 1\n"
+        "exec " + shutil.which("compute_wer.py", path=env_with_path["PATH"]) + " \"$@\"\n")
+    (shim / "compute_wer.py").chmod(0o755)
+    env = dict(env_with_path, PATH=f"{shim}:{env_with_path['PATH']}")
+    p = _sh(f"{repo_dir}/steps/score.sh --min-lmwt 7 --max-lmwt 11 {data} "
+            f"{kaldi_digits}/exp/mono/graph {dec}", env, tmp_path)
+    assert p.returncode != 0
+    assert {f.name: f.read_text() for f in dec.glob("wer_*")} == before
+    assert sorted(f.name for f in dec.glob("wer_*")) == ["wer_10", "wer_11", "wer_9"]
     # a graph dir without words.txt: a clear message
     g = tmp_path / "graph"
     g.mkdir()
