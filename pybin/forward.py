@@ -4,7 +4,7 @@ nnet1 ``nnet-forward --no-softmax --class-frame-counts`` semantics) as a Kaldi m
 
 
 from hybridasr.cli import add_options, make_parser, run_main
-from hybridasr.decode.forward import ForwardOptions
+from hybridasr.decode.forward import ForwardOptions, OutputRateOptions
 from hybridasr.decode.loglikes import PriorOptions
 
 
@@ -21,6 +21,7 @@ def get_parser():
     p.add_argument("--transition-model", default="",
                    help="Kaldi model (final.mdl) to check the number of pdfs against")
     add_options(p, ForwardOptions)
+    add_options(p, OutputRateOptions, "output")
     p.add_argument("model_in")
     p.add_argument("data_dir")
     p.add_argument("loglikes_wspecifier")
@@ -53,7 +54,8 @@ def main(argv=None):
                   if args.class_frame_counts else None)
     with MatrixWriter(args.loglikes_wspecifier) as writer:
         summary = forward_dataset(model, dataset, device, writer.write, num_pdfs, log_priors,
-                                  args.prior_scale, chunks)
+                                  args.prior_scale, chunks,
+                                  model_rate=args.output_rate == "model")
     logging.getLogger("forward.py").info(
         "forwarded %d utterances, %d frames in %.2fs", summary.num_utts, summary.num_frames,
         summary.elapsed)

@@ -20,6 +20,8 @@ def get_parser():
     p.add_argument("--gmm-decode-dir", default=None, help="the GMM system's decode dir")
     p.add_argument("--model-name", default="",
                    help="what the model is, printed first (e.g. 'flat-start monophone network')")
+    p.add_argument("--label", default="hybrid model",
+                   help="what the first WER line calls the model (e.g. 'CTC model')")
     p.add_argument("exp_dir")
     p.add_argument("decode_dir")
     p.add_argument("more_decode_dirs", nargs="*", help="further decode dirs (other data sets)")
@@ -30,6 +32,7 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     s = summarize(args.exp_dir, args.decode_dir, args.gmm_decode_dir, args.more_decode_dirs,
                   args.model_name)
+    s["label"] = args.label
     with atomic_open(os.path.join(args.exp_dir, "summary.json"), "w") as f:
         json.dump(s, f, indent=1, sort_keys=True)
     print(format_summary(s))

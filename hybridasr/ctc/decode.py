@@ -138,3 +138,22 @@ def prefix_beam_search(log_probs, beam_size: int = 8, blank: int = BLANK,
     hyps = [Hypothesis(list(p), _logaddexp(pb, pnb)) for p, (pb, pnb) in beams.items()]
     hyps.sort(key=lambda h: -h.score)
     return hyps[:nbest or beam_size]
+
+
+def decode_words_table(units, log_probs_table, write, beam_size: int = 0) -> Tuple[int, int]:
+    """Words of each utterance of ``log_probs_table`` ((key, [T, V] log-posteriors) pairs,
+    e.g. ``forward.py`` without priors, at the input frame rate or the network's): greedy
+    (``beam_size`` 0) or prefix beam search, the units back to words with the ``Units``
+    ``units``; ``write(key, words)``. Returns (utterances, words)."""
+    num_utts = num_words = 0
+    for key, lp in log_probs_table:
+        if beam_size > 0:
+            hyps = prefix_beam_search(lp, beam_size, nbest=1) if len(lp) else []
+            ids = hyps[0].units if hyps else []
+        else:
+            ids = greedy_decode(lp).units
+        words = units.decode(ids)
+        write(key, words)
+        num_utts += 1
+        num_words += len(words)
+    return num_utts, num_words

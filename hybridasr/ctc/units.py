@@ -207,8 +207,8 @@ def write_units_dir(out_dir: str, units: Units, transcripts: Mapping[str, Sequen
             f.write(units.proto)
         with atomic_open(os.path.join(out_dir, SYMBOLS), encoding="utf-8") as f:
             f.write("".join(f"{s} {i}\n" for i, s in enumerate(units.symbols())))
-        with atomic_open(os.path.join(out_dir, NUM_OUTPUTS)) as f:
-            f.write(f"{units.num_outputs}\n")
+    with atomic_open(os.path.join(out_dir, NUM_OUTPUTS)) as f:  # also beside other targets
+        f.write(f"{units.num_outputs}\n")
     ark, scp = os.path.join(out_dir, TARGETS_ARK), os.path.join(out_dir, TARGETS_SCP)
     total_units = total_words = with_unk = empty = 0
     with IntVectorWriter(f"ark,scp:{ark},{scp}") as w:
@@ -247,8 +247,9 @@ def write_units_dir(out_dir: str, units: Units, transcripts: Mapping[str, Sequen
 def make_units_dir(text: str, out_dir: str, opts: UnitOptions = UnitOptions(),
                    model_in: str = "") -> Dict:
     """``train_units.py``: trains units on ``text`` (or reads ``model_in``) and writes the
-    units dir. With ``model_in`` only the targets and the report are written (e.g. another
-    data dir's targets with the training set's units)."""
+    units dir. With ``model_in`` only the targets, ``num_outputs`` and the report are written
+    (e.g. the cross-validation set's targets with the training set's units: a units dir that
+    ``train.py --objective=ctc`` takes as ``<ali-cv>``)."""
     transcripts, counts = read_transcripts(text, opts.vocab)
     if model_in:
         units = Units.load(model_in)

@@ -58,6 +58,17 @@ class ForwardOptions(DeviceOptions):
                                "utterances)")
 
 
+@dataclass
+class OutputRateOptions:
+    """forward.py's frame rate of what it writes."""
+    output_rate: str = option("input", "input: one row per input frame (subsampled outputs "
+                                       "repeated: what a decoding graph of input frames "
+                                       "expects) | model: the network's own rows (the label "
+                                       "delay undone, no repetition: CTC decoding without a "
+                                       "graph, where a repeated row could be read twice)",
+                              choices=("input", "model"))
+
+
 @torch.inference_mode()
 def model_logits(model: torch.nn.Module, feats: np.ndarray, device: torch.device,
                  chunks: ChunkOptions = ChunkOptions()) -> np.ndarray:
@@ -95,9 +106,11 @@ def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
                     write: Callable[[str, np.ndarray], None],
                     num_outputs: int, log_priors: Optional[np.ndarray] = None,
                     prior_scale: float = PriorOptions.prior_scale,
-                    chunks: ChunkOptions = ChunkOptions()) -> ForwardSummary:
+                    chunks: ChunkOptions = ChunkOptions(),
+                    model_rate: bool = False) -> ForwardSummary:
     """For each utterance of ``dataset`` (a ``UtteranceDataset`` carrying the model's
-    transform): scaled log-likelihoods [frames, num_outputs], passed to ``write(key, m)``."""
+    transform): scaled log-likelihoods [frames, num_outputs], passed to ``write(key, m)``;
+    ``model_rate``: [the network's output frames, num_outputs] (``--output-rate=model``)."""
     summary = ForwardSummary()
     start = time.perf_counter()
     model.eval()
@@ -112,8 +125,9 @@ def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
             if logits.shape[1] != num_outputs:
                 raise FormatError(f"utterance {utt}: the model gave {logits.shape[1]} outputs, "
                                   f"expected {num_outputs}")
-            ll = to_input_rate(scaled_loglikes(logits, log_priors, prior_scale),
-                               dataset.transform, n_in)
+            ll = scaled_loglikes(logits, log_priors, prior_scale)
+            ll = (dataset.transform.undo_label_delay(ll) if model_rate
+                  else to_input_rate(ll, dataset.transform, n_in))
         write(utt, ll)
         summary.num_utts += 1
         summary.num_frames += n_in

@@ -75,7 +75,8 @@ def summarize(exp_dir: str, decode_dir: str, gmm_decode_dir: Optional[str] = Non
 
 def format_summary(s: dict) -> str:
     lines = [f"model:         {s['model']} ({s['exp_dir']})"] if s.get("model") else []
-    lines.append(f"hybrid model:  {s.get('wer_line', 'no wer_* found in ' + s['decode_dir'])}"
+    label = f"{s.get('label', 'hybrid model')}:"
+    lines.append(f"{label:<15}{s.get('wer_line', 'no wer_* found in ' + s['decode_dir'])}"
                  + (f"  ({s['wer_file']})" if "wer_file" in s else ""))
     if "gmm_wer_line" in s:
         lines.append(f"GMM system:    {s['gmm_wer_line']}  ({s['gmm_wer_file']})")

@@ -130,7 +130,7 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
 
     ``objective``: None for frame cross-entropy against the batch's targets; otherwise a
     callable ``(logits [B, T, P], batch) -> (loss, reported loss, errors, frames)``
-    (``hybridasr.train.fullsum``)."""
+    (``hybridasr.train.fullsum``, ``sequence``, ``ctc``: a batch without frame targets)."""
     training = optimizer is not None
     model.train(training)
     stats = EpochStats() if resume is None else dataclasses.replace(resume, extra={})
@@ -154,9 +154,12 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
                 rng_state = None
             carry = bool(batch.carry_state)
             state = _reset_rows(state, batch.reset) if carry else None
-            num = int((batch.targets != IGNORE_INDEX).sum())  # on the host: no GPU sync
+            if batch.targets is None:  # an objective without frame targets (ctc)
+                num, targets = batch.num_real_frames, None
+            else:
+                num = int((batch.targets != IGNORE_INDEX).sum())  # on the host: no GPU sync
+                targets = batch.targets.to(device, non_blocking=True)
             feats = batch.feats.to(device, non_blocking=True)
-            targets = batch.targets.to(device, non_blocking=True)
             with autocast:
                 logits, state = _model_outputs(model, feats, batch.lengths, state, carry)
             if objective is None:

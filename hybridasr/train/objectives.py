@@ -2,7 +2,10 @@
 frame cross-entropy against the imported alignment (``ce``, the loop's own), full-sum over
 each utterance's training graph (``fullsum``, ``hybridasr.train.fullsum``), or
 sequence-discriminative criteria on denominator lattices (``smbr``, ``mmi``,
-``hybridasr.train.sequence``). Every objective but ``ce`` needs whole utterances in a batch:
+``hybridasr.train.sequence``), or CTC over sentencepiece units (``ctc``,
+``hybridasr.train.ctc``: no frame targets; ``<ali-tr>``/``<ali-cv>`` are units dirs, and the
+trainer builds its data with ``setup_ctc_data``). Every objective but ``ce`` needs whole
+utterances in a batch:
 ``check_objective`` refuses the batching that cuts them, at start, naming the option."""
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from hybridasr.options import option
 from hybridasr.train.fullsum import FullSumOptions, check_fullsum_options
 from hybridasr.train.sequence import SEQUENCE_OBJECTIVES, SequenceOptions, check_sequence_options
 
-OBJECTIVES = ("ce", "fullsum") + SEQUENCE_OBJECTIVES
+OBJECTIVES = ("ce", "fullsum") + SEQUENCE_OBJECTIVES + ("ctc",)
 
 
 @dataclass
@@ -27,7 +30,12 @@ class ObjectiveOptions(FullSumOptions, SequenceOptions):
                                   "utterances and their frame counts) | smbr | mmi: sequence "
                                   "training on denominator lattices (--seq-denlats) against "
                                   "the imported alignment (the numerator), usually from a CE "
-                                  "network (--init-model); steps/nnet/train_mpe.sh",
+                                  "network (--init-model); steps/nnet/train_mpe.sh | ctc: "
+                                  "CTC over the sentencepiece units of a units dir "
+                                  "(steps/nnet/train_units.sh), blank 0: <ali-tr> and "
+                                  "<ali-cv> are units dirs, no alignment; the loss is per "
+                                  "output frame, --subsample speeds it up; "
+                                  "steps/nnet/train_ctc.sh",
                             choices=OBJECTIVES)
 
 
@@ -38,6 +46,8 @@ def check_objective(opts: ObjectiveOptions, strategy, chunked: bool) -> None:
     if opts.objective == "fullsum":
         check_fullsum_options(opts)
         what = "sums over the paths of whole utterances"
+    elif opts.objective == "ctc":
+        what = "sums over the CTC paths of whole utterances"
     else:
         check_sequence_options(opts)
         what = "rescores each utterance's whole lattice"
@@ -54,6 +64,9 @@ def make_objective(opts: ObjectiveOptions, train_set, cv_set, data_tr: str, data
     over the utterances of the training and cross-validation ``UtteranceDataset``s."""
     if opts.objective == "ce":
         return None
+    if opts.objective == "ctc":
+        raise ConfigError("--objective=ctc: its data and objective come from "
+                          "hybridasr.train.ctc.setup_ctc_data (units dirs, not alignments)")
     if opts.objective == "fullsum":
         from hybridasr.train.fullsum import FullSumObjective
 

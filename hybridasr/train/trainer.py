@@ -88,19 +88,17 @@ class Trainer:
     # --- data -------------------------------------------------------------------------
     def _setup_data(self) -> None:
         inp = self.inp
-        ali_tr, ali_cv = ImportedAlignments(inp.ali_tr), ImportedAlignments(inp.ali_cv)
-        self.num_pdfs = ali_tr.num_pdfs
-        if inp.ali_cv != inp.ali_tr and ali_cv.num_pdfs != self.num_pdfs:
-            raise FormatError(f"{inp.ali_tr} and {inp.ali_cv} disagree on the number of pdfs")
         self.transform = FeatureTransform.from_options(self.dcfg.transform)
         use_cmvn = self.transform.norm_means
-        # targets are checked against num_pdfs as they are read (no pass over all of them)
-        self.tr = UtteranceDataset.from_data_dir(inp.data_tr, ali_tr.targets_scp,
-                                                 self.transform, use_cmvn,
-                                                 ali_tr.target_lengths, self.num_pdfs)
-        self.cv = UtteranceDataset.from_data_dir(inp.data_cv, ali_cv.targets_scp,
-                                                 self.transform, use_cmvn,
-                                                 ali_cv.target_lengths, self.num_pdfs)
+        self.objective = None
+        if self.tcfg.objective == "ctc":  # units dirs, no frame targets (hybridasr.train.ctc)
+            from hybridasr.train.ctc import setup_ctc_data
+
+            self.num_pdfs, self.tr, self.cv, self.objective = setup_ctc_data(
+                inp.ali_tr, inp.ali_cv, inp.data_tr, inp.data_cv, self.transform, use_cmvn,
+                self.exp if self.info.is_main else "")
+        else:
+            self._setup_frame_targets(use_cmvn)
         for name, ds in (("training", self.tr), ("cross-validation", self.cv)):
             if len(ds) == 0:
                 raise FormatError(f"the {name} set has no utterances with targets "
@@ -119,8 +117,24 @@ class Trainer:
                 self.tr.fit_transform(stats, **fit)
         self.input_dim = self.transform.output_dim(self.tr.feature_dim())
         self.cv_dcfg = cv_config(self.dcfg)
-        self.objective = make_objective(self.tcfg, self.tr, self.cv, inp.data_tr, inp.data_cv,
-                                        self.num_pdfs)
+        if self.objective is None:
+            self.objective = make_objective(self.tcfg, self.tr, self.cv, inp.data_tr,
+                                            inp.data_cv, self.num_pdfs)
+
+    def _setup_frame_targets(self, use_cmvn: bool) -> None:
+        """The datasets over an imported alignment's frame targets (every objective but ctc)."""
+        inp = self.inp
+        ali_tr, ali_cv = ImportedAlignments(inp.ali_tr), ImportedAlignments(inp.ali_cv)
+        self.num_pdfs = ali_tr.num_pdfs
+        if inp.ali_cv != inp.ali_tr and ali_cv.num_pdfs != self.num_pdfs:
+            raise FormatError(f"{inp.ali_tr} and {inp.ali_cv} disagree on the number of pdfs")
+        # targets are checked against num_pdfs as they are read (no pass over all of them)
+        self.tr = UtteranceDataset.from_data_dir(inp.data_tr, ali_tr.targets_scp,
+                                                 self.transform, use_cmvn,
+                                                 ali_tr.target_lengths, self.num_pdfs)
+        self.cv = UtteranceDataset.from_data_dir(inp.data_cv, ali_cv.targets_scp,
+                                                 self.transform, use_cmvn,
+                                                 ali_cv.target_lengths, self.num_pdfs)
 
     def meta(self, **extra) -> dict:
         m = {"transform": self.transform.to_dict(), "num_pdfs": self.num_pdfs,

@@ -12,7 +12,9 @@
 # Begin configuration section.
 nnet=               # non-default network (default: <srcdir>/final.nnet)
 model=              # non-default transition model (default: <srcdir>/final.mdl)
-class_frame_counts= # non-default pdf counts (default: <srcdir>/ali_train_pdf.counts)
+class_frame_counts= # non-default pdf counts (default: <srcdir>/ali_train_pdf.counts); none:
+                    # no priors, the log-posteriors as they are (CTC; the transition model
+                    # then defaults to <graph-dir>/final.mdl, make_ctc_graph.py's)
 srcdir=             # non-default model dir (default: the parent of <decode-dir>)
 stage=0             # 1: skip decoding, only score
 nj=4
@@ -58,7 +60,9 @@ Options:
   --lattices auto|true|false   # embedded decoder: lattices or 1-best (default: $lattices)
   --device cpu|cuda|auto       # where the network runs (default: $device)
   --chunking <size:step>       # forward in overlapping windows (default: whole utterances)
-  --acwt <float>               # acoustic scale (default: $acwt)
+  --acwt <float>               # acoustic scale (default: $acwt; CTC: about 0.5-1.0)
+  --class-frame-counts <file|none>  # pdf counts (default: <srcdir>/ali_train_pdf.counts);
+                               # none: no priors (CTC log-posteriors, with make_ctc_graph.py's graph)
   --beam <float> --lattice-beam <float> --max-active <int>  # pruning
   --skip-scoring true|false    # (default: $skip_scoring)
   --scoring-opts <opts>        # options for steps/score.sh
@@ -77,12 +81,17 @@ utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 [ -z "$nnet" ] && nnet=$srcdir/final.nnet
 [ -z "$model" ] && model=$srcdir/final.mdl
 [ -z "$class_frame_counts" ] && class_frame_counts=$srcdir/ali_train_pdf.counts
+counts_file=$class_frame_counts  # what forward.py gets (empty: log-posteriors)
+if [ "$class_frame_counts" == none ]; then  # CTC: no priors; the graph dir's identity model
+  counts_file=
+  [ ! -f "$model" ] && [ -f "$graphdir/final.mdl" ] && model=$graphdir/final.mdl
+fi
 
 if [ -d "$graphdir" ] && [ ! -f "$graphdir/words.txt" ]; then
   echo "$0: graph dir $graphdir has no words.txt (copy it from the lang dir the graph was made from)" >&2
   exit 1
 fi
-for f in "$graphdir/HCLG.fst" "$data/feats.scp" "$nnet" "$model" "$class_frame_counts"; do
+for f in "$graphdir/HCLG.fst" "$data/feats.scp" "$nnet" "$model" ${counts_file:+"$counts_file"}; do
   [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1
 done
 
@@ -116,7 +125,7 @@ sdata=$data/split$nj
 "$utils/split_data.sh" "$data" $nj
 echo $nj > "$dir/num_jobs"
 
-forward_opts=(--class-frame-counts="$class_frame_counts" ${prior_scale:+--prior-scale=$prior_scale}
+forward_opts=(--class-frame-counts="$counts_file" ${prior_scale:+--prior-scale=$prior_scale}
               --transition-model="$model" --device=$device ${chunking:+--chunking=$chunking})
 latgen_opts=(--min-active=$min_active --max-active=$max_active ${max_mem:+--max-mem=$max_mem}
              --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt --allow-partial=true

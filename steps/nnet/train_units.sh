@@ -49,7 +49,7 @@ dir=$2
 
 if [ -z "$units_config" ]; then
   units_config=conf/ctc/units.conf
-  [ -f "$units_config" ] || units_config=$(cd "$(dirname "$0")/../.." && pwd)/conf/ctc/units.conf
+  [ -f "$units_config" ] || units_config=$(cd -P "$(dirname "$0")/../.." && pwd)/conf/ctc/units.conf
 fi
 for f in "$data/text" "$units_config"; do
   [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1

@@ -77,6 +77,15 @@ seq_criterion=smbr   # smbr | mmi
 seq_opts=            # more options for steps/nnet/train_mpe.sh, e.g. "--learn-rate 0.00002"
 oov_word=            # the lexicon's OOV entry when --lang is a dict dir (default: the first
                      # of <UNK> <unk> <SPOKEN_NOISE> <spoken_noise> in its lexicon)
+# CTC beside the hybrid network (issue 29): sentencepiece units, steps/nnet/train_ctc.sh
+ctc=false            # true: also train exp/<name>_ctc (stage 3) on data/train_tr90, decode it
+                     # with the TLG graph and without one (stage 4), summary (stage 5)
+ctc_units_config=conf/ctc/units.conf  # the units (steps/nnet/train_units.sh)
+ctc_model_config=conf/ctc/model.conf  # the CTC network
+ctc_train_config=conf/ctc/train.conf  # its train.py options (frame stacking, subsampling)
+ctc_acwt=0.5         # acoustic scale of the TLG decoding (no priors)
+ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's scoring
+ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -118,7 +127,10 @@ Options (default):
                                # $seq_min_utts training utterances, else 0)
   --seq-criterion smbr|mmi     # ($seq_criterion); --seq-opts \"...\": steps/nnet/train_mpe.sh's
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
-                               # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)"
+                               # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)
+  --ctc true|false             # also a CTC network over sentencepiece units, exp/<name>_ctc ($ctc)
+  --ctc-units-config, --ctc-model-config, --ctc-train-config  # its confs (conf/ctc/*.conf)
+  --ctc-acwt S, --ctc-scoring-opts \"...\", --ctc-beam-size N  # its decoding ($ctc_acwt, $ctc_beam_size)"
 
 echo "$0 $@"
 cd "$(dirname "$0")"
@@ -177,6 +189,10 @@ seq_epochs_now() {
   else echo 0; fi
 }
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+best_wer_of() {  # the best %WER of a decode dir's wer_* (or "-")
+  local w; w=$(grep -h '%WER' "$1"/wer_* 2>/dev/null | sort -n -k2 | head -n 1 | awk '{print $2}' || true)
+  echo "${w:--}%"
+}
 start_time=$(date +%s)
 
 # decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
@@ -367,6 +383,57 @@ if run_stage 3; then
   fi
 fi
 
+# --- CTC (issue 29): units of data/train_tr90, the network, its TLG graph -----------------
+ctc_dir=${dir}_ctc
+if run_stage 3 && [ $ctc == true ]; then
+  banner 3 "CTC: units of data/train_tr90 into exp/ctc_units, train $ctc_dir ($ctc_model_config, $ctc_train_config)"
+  if [ -s exp/ctc_units/targets.scp ] && [ exp/ctc_units/targets.scp -nt data/train_tr90/text ]; then
+    echo "exp/ctc_units is already made: skipping"
+  else
+    steps/nnet/train_units.sh --units-config $ctc_units_config --lang "$lang_test" \
+      data/train_tr90 exp/ctc_units
+  fi
+  if [ -e $ctc_dir/final.nnet ]; then
+    echo "$ctc_dir/final.nnet exists: skipping (delete it to train again)"
+  else
+    ctc_restart=false
+    [ -f $ctc_dir/train_state.json ] && [ "$(json_get.py $ctc_dir/train_state.json done)" == true ] \
+      && ctc_restart=true
+    steps/nnet/train_ctc.sh --cmd "$cuda_cmd" --device $device --restart $ctc_restart \
+      --model-config $ctc_model_config --batching-config $batching_config \
+      --schedule-config $schedule_config --train-config $ctc_train_config \
+      ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 exp/ctc_units $ctc_dir
+  fi
+fi
+
+if run_stage 4 && [ $ctc == true ]; then
+  banner 4 "CTC: TLG of exp/ctc_units and $lang_test; decode $(printf 'data/%s ' $decode_sets)with and without it"
+  if [ -s $ctc_dir/graph/TLG.fst ] && [ $ctc_dir/graph/TLG.fst -nt exp/ctc_units/units.model ] \
+      && [ $ctc_dir/graph/TLG.fst -nt "$lang_test/G.fst" ]; then
+    echo "$ctc_dir/graph is already made: skipping"
+  else
+    make_ctc_graph.py exp/ctc_units "$lang_test" $ctc_dir/graph
+  fi
+  for x in $decode_sets; do
+    spk=$(wc -l < data/$x/spk2utt); ctc_nj=$(( nj < spk ? nj : spk ))
+    if [ -n "$(ls -t $ctc_dir/decode_$x/wer_* 2>/dev/null | head -n 1)" ] && \
+        [ "$(ls -t $ctc_dir/decode_$x/wer_* | head -n 1)" -nt $ctc_dir/final.nnet ]; then
+      echo "$ctc_dir/decode_$x is already scored: skipping"
+    else
+      steps/nnet/decode.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
+        --class-frame-counts none --acwt $ctc_acwt --scoring-opts "$ctc_scoring_opts" \
+        $ctc_dir/graph data/$x $ctc_dir/decode_$x
+    fi
+    for b in 0 $ctc_beam_size; do
+      name=greedy; [ $b -gt 0 ] && name=beam$b
+      [ -s $ctc_dir/decode_${x}_$name/wer_$name ] && \
+        [ $ctc_dir/decode_${x}_$name/wer_$name -nt $ctc_dir/final.nnet ] && continue
+      steps/nnet/decode_ctc_units.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
+        --beam-size $b exp/ctc_units data/$x $ctc_dir/decode_${x}_$name
+    done
+  done
+fi
+
 if run_stage 4; then
   banner 4 "decode $(printf 'data/%s ' $decode_sets)with $graph_dir and score"
   if [ $gmm == false ]; then
@@ -453,5 +520,14 @@ if run_stage 5; then
       --model-name "$model_name, then $(seq_epochs_now) epochs of $seq_criterion training" $seq_dir \
       $(printf "$seq_dir/decode_%s " $decode_sets) | tee $seq_dir/summary.txt
   fi
+fi
+if run_stage 5 && [ $ctc == true ]; then
+  recipe_summary.py --label "CTC model" --model-name "CTC network over the units of exp/ctc_units ($(cat exp/ctc_units/num_outputs) outputs), TLG decoding" \
+    $ctc_dir $(printf "$ctc_dir/decode_%s " $decode_sets) | tee $ctc_dir/summary.txt
+  echo "best WERs side by side (hybrid $dir | CTC through TLG | CTC greedy | CTC prefix beam $ctc_beam_size):"
+  for x in $decode_sets; do
+    echo "  $x: $(best_wer_of $dir/decode_$x) | $(best_wer_of $ctc_dir/decode_$x) |" \
+      "$(best_wer_of $ctc_dir/decode_${x}_greedy) | $(best_wer_of $ctc_dir/decode_${x}_beam$ctc_beam_size)"
+  done | tee -a $ctc_dir/summary.txt
 fi
 echo "$0: done in $(( $(date +%s) - start_time )) s"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# CTC decoding without a graph: forward.py writes the network's log-posteriors (no priors;
+# --output-rate=model: the network's own frames, a subsampled one not repeated, which prefix
+# beam search would read as a unit said twice), decode_ctc_greedy.py takes the best path
+# (--beam-size 0) or a prefix beam search over the units and turns them into words with the
+# units' sentencepiece model; compute_wer.py scores them against <data>/text (noise markers
+# removed, as steps/score.sh does) into <decode-dir>/wer_greedy or wer_beam<N> (hyp.txt: the
+# words). No lexicon, no LM: the counterpart of steps/nnet/decode.sh with make_ctc_graph.py's
+# TLG graph.
+
+# Begin configuration section.
+nnet=            # non-default network (default: <decode-dir>/../final.nnet)
+nj=4
+cmd=run.pl
+beam_size=0      # 0: greedy (best path); N: prefix beam search with N prefixes
+device=cpu       # cpu|cuda|auto
+# End configuration section.
+
+echo "$0 $@"  # Print the command line for logging.
+
+[ -f path.sh ] && . ./path.sh
+command -v forward.py >/dev/null 2>&1 || . "$(dirname "$0")/../../path.sh"
+. "$(dirname "$0")/../../utils/parse_options.sh" || exit 1
+
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+  cat >&2 <<USAGE
+Usage: $0 [options] <units-dir> <data-dir> <decode-dir>
+ ... where <units-dir> holds units.model (steps/nnet/train_units.sh) and <decode-dir> is a
+ sub-directory of the CTC network's dir (final.nnet).
+ e.g.: $0 --beam-size 8 exp/ctc_units data/test exp/blstm_ctc/decode_test_beam8
+Options:
+  --nj <nj>                    # parallel jobs (default: $nj)
+  --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
+  --nnet <file>                # network (default: <decode-dir>/../final.nnet)
+  --beam-size <n>              # 0: greedy; n: prefix beam search (default: $beam_size)
+  --device cpu|cuda|auto       # where the network runs (default: $device)
+USAGE
+  exit 1
+fi
+
+units=$1
+data=$2
+dir=$3
+utils=$(cd "$(dirname "$0")/../../utils" && pwd)
+[ -z "$nnet" ] && nnet=$(dirname "$dir")/final.nnet
+for f in "$units/units.model" "$data/feats.scp" "$data/text" "$nnet"; do
+  [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1
+done
+if ! [[ $beam_size =~ ^[0-9]+$ ]]; then
+  echo "$0: --beam-size must be 0 or a positive integer, got '$beam_size'" >&2; exit 1
+fi
+name=greedy; [ "$beam_size" -gt 0 ] && name=beam$beam_size
+
+mkdir -p "$dir/log"
+"$utils/split_data.sh" "$data" $nj
+sdata=$data/split$nj
+rm -f "$dir"/hyp.*.txt "$dir/wer_$name"
+# shellcheck disable=SC2086
+$cmd JOB=1:$nj "$dir/log/decode_$name.JOB.log" \
+  set -o pipefail \; \
+  forward.py --class-frame-counts= --output-rate=model --device=$device "$nnet" "$sdata/JOB" ark:- \| \
+  decode_ctc_greedy.py --beam-size=$beam_size "$units/units.model" ark:- \
+    "ark,t:$dir/hyp.JOB.txt" \
+  || { echo "$0: decoding failed; see $dir/log/decode_$name.*.log" >&2; exit 1; }
+cat "$dir"/hyp.*.txt | sort > "$dir/hyp.txt"
+rm -f "$dir"/hyp.*.txt
+sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" > "$dir/test_filt.txt"
+compute_wer.py --text --mode=present "ark:$dir/test_filt.txt" "ark:$dir/hyp.txt" \
+  > "$dir/wer_$name"
+echo "$0: $name decoding of $data: $(grep WER "$dir/wer_$name") ($dir/wer_$name)"
