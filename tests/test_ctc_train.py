@@ -160,3 +160,40 @@ def test_decoding_routes(ctc_run, kaldi_digits):
     ref = dict(line.split(" ", 1) for line in open(cv / "text"))
     right = sum([syms[t] for t in row[1:]] == ref[row[0]].split() for row in tra)
     assert right >= len(tra) // 2, (right, len(tra))
+
+
+def test_the_steps(ctc_run, kaldi_digits, repo_dir, env_with_path):
+    """steps/nnet/train_ctc.sh (the cv set's units made with the training set's model),
+    steps/nnet/decode.sh --class-frame-counts none with the TLG graph dir into wer_LMWT, and
+    steps/nnet/decode_ctc_units.sh (prefix beam search) into wer_beam4."""
+    import subprocess
+
+    tmp, tr, cv, _ = ctc_run
+    exp = tmp / "steps_ctc"
+
+    def run(*args):
+        p = subprocess.run(["bash", *map(str, args)], cwd=tmp, env=env_with_path,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        return p.stdout + p.stderr
+
+    run(repo_dir / "steps/nnet/train_ctc.sh", "--train-opts",
+        "--model=blstm --num-layers=1 --hidden-size=32 --dropout=0 --seq-ordering=laplace:4 "
+        "--num-workers=0 --max-iters=1 --min-batches-per-epoch=20 --progress-every=0 "
+        "--num-threads=1 --stack-frames=3 --subsample=3", tr, cv, tmp / "units", exp)
+    assert (exp / "final.nnet").exists() and (exp / "units.model").exists()
+    assert (exp / "units_cv/targets.scp").exists()  # tmp/units holds the training set only
+    graph = exp / "graph"
+    assert load_pybin("make_ctc_graph").main([str(tmp / "units"), str(kaldi_digits / "data/lang"),
+                                              str(graph)]) == 0
+    out = run(repo_dir / "steps/nnet/decode.sh", "--nj", 1, "--class-frame-counts", "none",
+              "--acwt", 0.5, "--scoring-opts", "--min-lmwt 1 --max-lmwt 3", graph, cv,
+              exp / "decode_cv")
+    assert "best:" in out
+    assert all((exp / f"decode_cv/wer_{k}").exists() for k in (1, 2, 3))
+    out = run(repo_dir / "steps/nnet/decode_ctc_units.sh", "--nj", 1, "--beam-size", 4,
+              tmp / "units", cv, exp / "decode_cv_beam4")
+    assert "%WER" in (exp / "decode_cv_beam4/wer_beam4").read_text()
+    hyp = dict(line.rstrip("\n").partition(" ")[::2]
+               for line in open(exp / "decode_cv_beam4/hyp.txt"))
+    assert set(hyp) == {line.split()[0] for line in open(cv / "text")}
