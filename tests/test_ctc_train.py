@@ -164,7 +164,8 @@ def test_decoding_routes(ctc_run, kaldi_digits):
 
 def test_the_steps(ctc_run, kaldi_digits, repo_dir, env_with_path):
     """steps/nnet/train_ctc.sh (the cv set's units made with the training set's model),
-    steps/nnet/decode.sh --class-frame-counts none with the TLG graph dir into wer_LMWT, and
+    steps/nnet/decode.sh --class-frame-counts none --output-rate model (as the recipe) with the
+    TLG graph dir into wer_LMWT, and
     steps/nnet/decode_ctc_units.sh (prefix beam search) into wer_beam4."""
     import subprocess
 
@@ -187,7 +188,7 @@ def test_the_steps(ctc_run, kaldi_digits, repo_dir, env_with_path):
     assert load_pybin("make_ctc_graph").main([str(tmp / "units"), str(kaldi_digits / "data/lang"),
                                               str(graph)]) == 0
     out = run(repo_dir / "steps/nnet/decode.sh", "--nj", 1, "--class-frame-counts", "none",
-              "--acwt", 0.5, "--scoring-opts", "--min-lmwt 1 --max-lmwt 3", graph, cv,
+              "--output-rate", "model", "--acwt", 1.0, "--lattice-beam", 5, "--scoring-opts", "--min-lmwt 1 --max-lmwt 3", graph, cv,
               exp / "decode_cv")
     assert "best:" in out
     assert all((exp / f"decode_cv/wer_{k}").exists() for k in (1, 2, 3))

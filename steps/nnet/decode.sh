@@ -31,6 +31,9 @@ max_active=7000
 max_mem=            # lattice determinization memory (bytes; empty: the decoder's, 50000000)
 prior_scale=        # scale of the log-priors (empty: forward.py's, 1.0)
 device=cpu          # cpu|cuda|auto, as steps/nnet/train.sh's
+output_rate=        # input|model: forward.py's --output-rate (empty: its default, input);
+                    # model: a subsampling network's own frames, not repeated (CTC: 1/3 of
+                    # the frames to search, and fewer equal paths to determinize)
 chunking=           # size:step, as train.py's: forward windows of size frames every step
                     # frames, keeping the middle step outputs of each (empty: whole utterances)
 skip_scoring=false
@@ -60,6 +63,7 @@ Options:
   --lattices auto|true|false   # embedded decoder: lattices or 1-best (default: $lattices)
   --device cpu|cuda|auto       # where the network runs (default: $device)
   --chunking <size:step>       # forward in overlapping windows (default: whole utterances)
+  --output-rate input|model    # model: the network's own frames, not repeated (CTC)
   --acwt <float>               # acoustic scale (default: $acwt; CTC: about 0.5-1.0)
   --class-frame-counts <file|none>  # pdf counts (default: <srcdir>/ali_train_pdf.counts);
                                # none: no priors (CTC log-posteriors, with make_ctc_graph.py's graph)
@@ -126,7 +130,8 @@ sdata=$data/split$nj
 echo $nj > "$dir/num_jobs"
 
 forward_opts=(--class-frame-counts="$counts_file" ${prior_scale:+--prior-scale=$prior_scale}
-              --transition-model="$model" --device=$device ${chunking:+--chunking=$chunking})
+              --transition-model="$model" --device=$device ${chunking:+--chunking=$chunking}
+              ${output_rate:+--output-rate=$output_rate})
 latgen_opts=(--min-active=$min_active --max-active=$max_active ${max_mem:+--max-mem=$max_mem}
              --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt --allow-partial=true
              --word-symbol-table="$graphdir/words.txt")

@@ -71,8 +71,9 @@ lm_order=3           # order of the LM estimated from --lm-text
 seq_epochs=auto      # sequence training after CE (stage 4; steps/nnet/train_mpe.sh): epochs
                      # of --seq-criterion on denominator lattices of the last model
                      # (exp/<name>_denlats) into exp/<name>_smbr (or _mmi); auto: 4 where
-                     # data/train_tr90 has at least $seq_min_utts utterances, else 0 (tiny)
-seq_min_utts=300
+                     # data/train_tr90 has at least $seq_min_utts utterances, else 0 (on
+                     # kaldi_polish's 486 it gave no reliable gain: docs/sequence_training.md)
+seq_min_utts=1000
 seq_criterion=smbr   # smbr | mmi
 seq_opts=            # more options for steps/nnet/train_mpe.sh, e.g. "--learn-rate 0.00002"
 oov_word=            # the lexicon's OOV entry when --lang is a dict dir (default: the first
@@ -83,7 +84,8 @@ ctc=false            # true: also train exp/<name>_ctc (stage 3) on data/train_t
 ctc_units_config=conf/ctc/units.conf  # the units (steps/nnet/train_units.sh)
 ctc_model_config=conf/ctc/model.conf  # the CTC network
 ctc_train_config=conf/ctc/train.conf  # its train.py options (frame stacking, subsampling)
-ctc_acwt=0.5         # acoustic scale of the TLG decoding (no priors)
+ctc_acwt=1.0         # acoustic scale of the TLG decoding (no priors, the network's own frames)
+ctc_decode_opts="--lattice-beam 5"  # more steps/nnet/decode.sh options of the TLG decoding
 ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's scoring
 ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
 # End configuration section.
@@ -130,10 +132,21 @@ Options (default):
                                # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)
   --ctc true|false             # also a CTC network over sentencepiece units, exp/<name>_ctc ($ctc)
   --ctc-units-config, --ctc-model-config, --ctc-train-config  # its confs (conf/ctc/*.conf)
-  --ctc-acwt S, --ctc-scoring-opts \"...\", --ctc-beam-size N  # its decoding ($ctc_acwt, $ctc_beam_size)"
+  --ctc-acwt S, --ctc-decode-opts \"...\", --ctc-scoring-opts \"...\", --ctc-beam-size N  # its decoding
+                               # (TLG at the network's frame rate, acwt $ctc_acwt; prefix beam $ctc_beam_size)"
 
 echo "$0 $@"
+cmdline="$0 $*"
 cd "$(dirname "$0")"
+# one run at a time in a recipe dir: a second one exits at once naming the first (flock; the
+# kernel releases the lock when the first ends, however it ends)
+exec 9>> .run.lock
+if ! flock -n 9; then
+  echo "$0: another run is using $(pwd): $(cat .run.lock.who 2>/dev/null || echo '(unknown)');" \
+    "wait for it to end or stop it" >&2
+  exit 1
+fi
+echo "pid $$: $cmdline" > .run.lock.who
 . ./cmd.sh
 . ./path.sh
 . utils/parse_options.sh
@@ -143,6 +156,22 @@ if [ $# -ne 0 ]; then
   exit 1
 fi
 
+# the numeric options, checked before any stage runs (a bad one would otherwise do nothing
+# and exit 0, or fail deep inside a step)
+for v in stage stop_stage nj; do
+  case "${!v}" in ''|*[!0-9]*) echo "$0: --${v//_/-} must be a whole number, not '${!v}'" >&2; exit 1 ;; esac
+done
+if [ "$stage" -gt 5 ] || [ "$stop_stage" -gt 5 ]; then
+  echo "$0: the stages are 0..5: --stage $stage --stop-stage $stop_stage runs none" >&2; exit 1
+fi
+if [ "$stage" -gt "$stop_stage" ]; then
+  echo "$0: --stage $stage is after --stop-stage $stop_stage: nothing to run" >&2; exit 1
+fi
+[ "$nj" -ge 1 ] || { echo "$0: --nj is a number of jobs, at least 1 (not $nj)" >&2; exit 1; }
+case "$feat_type" in
+  mfcc|fbank) ;;
+  *) echo "$0: --feat-type is mfcc or fbank, not '$feat_type' (there is no steps/make_$feat_type.sh)" >&2; exit 1 ;;
+esac
 case "$seq_criterion" in
   smbr|mmi) ;;
   *) echo "$0: --seq-criterion is smbr or mmi, not '$seq_criterion'" >&2; exit 1 ;;
@@ -421,7 +450,8 @@ if run_stage 4 && [ $ctc == true ]; then
       echo "$ctc_dir/decode_$x is already scored: skipping"
     else
       steps/nnet/decode.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
-        --class-frame-counts none --acwt $ctc_acwt --scoring-opts "$ctc_scoring_opts" \
+        --class-frame-counts none --output-rate model --acwt $ctc_acwt $ctc_decode_opts \
+        --scoring-opts "$ctc_scoring_opts" \
         $ctc_dir/graph data/$x $ctc_dir/decode_$x
     fi
     for b in 0 $ctc_beam_size; do
