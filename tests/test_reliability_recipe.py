@@ -1,0 +1,69 @@
+"""The recipe's options are checked before any stage runs (issue 32): a stage range that runs
+nothing, a non-number, --nj 0 or an unknown feature type fails at once naming the option,
+instead of exiting 0 having done nothing or failing deep inside a step."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from test_recipe_e2e import make_recipe_copy
+
+CASES = [
+    (["--stage", "9"], "the stages are 0..5"),
+    (["--stage", "abc"], "--stage must be a whole number, not 'abc'"),
+    (["--stage", "4", "--stop-stage", "2"], "--stage 4 is after --stop-stage 2"),
+    (["--nj", "0"], "--nj is a number of jobs, at least 1"),
+    (["--nj", "two"], "--nj must be a whole number"),
+    (["--feat-type", "plp"], "--feat-type is mfcc or fbank, not 'plp'"),
+    (["--seq-epochs", "x"], "--seq-epochs is a number of epochs or auto"),
+]
+
+
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory, repo_dir):
+    return make_recipe_copy(repo_dir, tmp_path_factory.mktemp("bad_options") / "s5")
+
+
+@pytest.mark.parametrize("args,message", CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_bad_option_fails_before_any_stage(recipe, env_with_path, repo_dir, kaldi_digits,
+                                           args, message):
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+    p = subprocess.run(["./run.sh", "--kaldi-dir", str(kaldi_digits), *args], cwd=recipe,
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert message in p.stderr, p.stderr
+    assert "===== stage" not in p.stdout
+    assert not (recipe / "data").exists()
+
+
+def test_second_run_in_the_same_dir_exits_naming_the_first(recipe, env_with_path, repo_dir,
+                                                           kaldi_digits):
+    import os
+    import signal
+    import time
+
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+    first = subprocess.Popen(["./run.sh", "--kaldi-dir", str(kaldi_digits), "--stop-stage", "1"],
+                             cwd=recipe, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        for _ in range(100):  # until the first holds the lock
+            if (recipe / ".run.lock.who").exists() and \
+                    f"pid {first.pid}" in (recipe / ".run.lock.who").read_text():
+                break
+            time.sleep(0.1)
+        t = time.perf_counter()
+        p = subprocess.run(["./run.sh", "--kaldi-dir", str(kaldi_digits)], cwd=recipe, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert time.perf_counter() - t < 10
+        assert p.returncode != 0
+        assert f"another run is using {recipe}: pid {first.pid}: ./run.sh --kaldi-dir" in p.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    # killed: the lock is free again
+    p = subprocess.run(["./run.sh", "--kaldi-dir", str(kaldi_digits), "--stage", "0",
+                        "--stop-stage", "0"], cwd=recipe, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
