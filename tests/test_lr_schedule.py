@@ -85,7 +85,8 @@ def test_state_round_trip_continues_identically():
     b = make_lr_schedule("newbob", learning_rate=0.008)
     b.start(2.0)
     first = [b.epoch_done(e, 0, x) for e, x in enumerate(losses[:2], 1)]
-    c = make_lr_schedule("newbob", learning_rate=0.5)  # options differ: the state wins
+    c = make_lr_schedule("newbob", learning_rate=0.008)  # the same options (a changed one
+    # is applied from the next epoch: test_resume_applies_changed_options_from_the_next_epoch)
     c.load_state_dict(b.state_dict())
     rest = []
     for e, x in enumerate(losses[2:], 3):
@@ -258,3 +259,35 @@ def test_resolved_config_reads_back(tmp_path):
     again = p.parse_args([f"--config={tmp_path / 'resolved.conf'}"])
     a, b = lr_schedule_from_args(args), lr_schedule_from_args(again)
     assert a.state_dict() == b.state_dict() and b.update_interval == 3 and b.div_by_old
+
+
+def test_resume_applies_changed_options_from_the_next_epoch(caplog):
+    """Resuming with another --halving-factor / --max-iters / --learning-rate: the new values
+    are used from the next epoch and logged; the rest of the saved state is kept."""
+    import logging
+
+    from hybridasr.train.lr_schedule import make_lr_schedule
+
+    first = make_lr_schedule("newbob", learning_rate=0.002, halving_factor=0.5, max_iters=10)
+    first.start(2.0)
+    first.epoch_done(1, 1.9, 1.5)
+    first.epoch_done(2, 1.8, 1.499)  # small improvement: halving starts, rate 0.001
+    assert first.lr == 0.001 and first.halving
+    saved = first.state_dict()
+    same = make_lr_schedule("newbob", learning_rate=0.002, halving_factor=0.5, max_iters=10)
+    same.load_state_dict(saved)
+    assert same.state_dict() == saved  # nothing changed: exactly the saved state
+    resumed = make_lr_schedule("newbob", learning_rate=0.002, halving_factor=0.25,
+                               max_iters=3)
+    with caplog.at_level(logging.INFO):
+        resumed.load_state_dict(saved)
+    assert resumed.halving_factor == 0.25 and resumed.max_iters == 3
+    assert resumed.lr == 0.001 and resumed.halving and resumed.best == saved["best"]
+    assert "--halving-factor=0.25 (the saved training had 0.5)" in caplog.text
+    assert "--max-iters=3 (the saved training had 10)" in caplog.text
+    d = resumed.epoch_done(3, 1.7, 1.49)
+    assert d.lr == 0.001 * 0.25 and d.stop  # the new factor, and the new last epoch
+    # a new learning rate becomes the current one
+    lr = make_lr_schedule("newbob", learning_rate=0.0004, halving_factor=0.5, max_iters=10)
+    lr.load_state_dict(saved)
+    assert lr.lr == 0.0004 and lr.halving

@@ -8,20 +8,27 @@ the best one), the next learning rate, and whether training stops. A schedule st
 
 A NaN/inf epoch is rejected and the rate multiplied by ``halving_factor`` (all schedules).
 
-``state_dict`` holds the schedule's plain attributes (int, float, str, bool, list, None): a
-restarted training continues exactly where it stopped; the options of the restart do not
-override the saved state.
+``state_dict`` holds the schedule's plain attributes (int, float, str, bool, list, None) and
+the options it was given: a restarted training continues exactly where it stopped. An option
+given another value on the restart (``--max-iters``, ``--halving-factor``, ``--learning-rate``,
+...) is applied from the next epoch, and logged: the attributes whose starting value it
+changes take the new one (a new ``--learning-rate`` becomes the current rate), the rest of the
+state (best loss, history, halving) is kept. So ``train.conf``, which records the options of the
+latest command, says what is used.
 
 - ``constant``: the same rate for ``max_iters`` epochs, every epoch kept.
 """
 from __future__ import annotations
 
+import logging
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import ClassVar, List, Optional
 
 from hybridasr.errors import ConfigError
 from hybridasr.options import from_values, option, option_specs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -93,8 +100,10 @@ class LrSchedule:
 
     # --- state ------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items()
-                if isinstance(v, (int, float, str, bool, list, type(None)))}
+        d = {k: v for k, v in self.__dict__.items()
+             if isinstance(v, (int, float, str, bool, list, type(None)))}
+        d["options"] = asdict(self.options)
+        return d
 
     def load_state_dict(self, d: dict) -> None:
         """The saved state; a saved value of a declared option is checked as the command line
@@ -107,8 +116,27 @@ class LrSchedule:
                 except ConfigError as e:
                     flag, _, why = str(e).partition(": ")
                     raise ConfigError(f"{flag} (saved training state): {why}") from None
-            if k in self.__dict__:
+            if k in self.__dict__ and k != "options":
                 setattr(self, k, v)
+        self._apply_changed_options(d.get("options"))
+
+    def _apply_changed_options(self, saved) -> None:
+        """Options given another value than the saved training's take effect (see the
+        module's docstring); a state saved before options were kept: nothing to compare."""
+        if not isinstance(saved, dict):
+            return
+        now = asdict(self.options)
+        changed = {k: (saved[k], v) for k, v in now.items() if k in saved and saved[k] != v}
+        if not changed:
+            return
+        before = type(self)(**{k: saved.get(k, v) for k, v in now.items()}).state_dict()
+        after = type(self)(**now).state_dict()
+        for attr, value in after.items():
+            if attr != "options" and before.get(attr) != value and attr in self.__dict__:
+                setattr(self, attr, value)
+        for k, (old, new) in sorted(changed.items()):
+            log.info("resuming with --%s=%s (the saved training had %s): applied from the next "
+                     "epoch", k.replace("_", "-"), new, old)
 
 
 class Constant(LrSchedule):
