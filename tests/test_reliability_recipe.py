@@ -67,3 +67,36 @@ def test_second_run_in_the_same_dir_exits_naming_the_first(recipe, env_with_path
                         "--stop-stage", "0"], cwd=recipe, env=env, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_other_inputs_in_a_used_dir_are_refused_naming_restart(tmp_path, repo_dir,
+                                                               env_with_path,
+                                                               kaldi_digits_copy):
+    """A recipe dir made with one --ali: a run with another is refused, naming --restart, and
+    nothing of the first run is touched; --restart true starts over."""
+    import os
+
+    kaldi_digits = kaldi_digits_copy
+    mdl = kaldi_digits / "exp/mono/final.mdl"
+    if not mdl.is_symlink():  # a copy that flattened Kaldi's final.mdl -> 40.mdl
+        mdl.unlink()
+        os.symlink("40.mdl", mdl)
+    s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+
+    def run(*args):
+        return subprocess.run(["./run.sh", "--kaldi-dir", str(kaldi_digits), *args], cwd=s5,
+                              env=env, capture_output=True, text=True, timeout=300)
+
+    p = run("--stop-stage", "0")
+    assert p.returncode == 0, p.stderr[-2000:]
+    made = (s5 / "data/recipe_inputs.txt").read_text()
+    assert "ali=exp/mono_ali" in made
+    p = run("--stop-stage", "0", "--ali", "exp/mono")
+    assert p.returncode != 0
+    assert "before: ali=exp/mono_ali" in p.stderr and "now:    ali=exp/mono" in p.stderr
+    assert "--restart true" in p.stderr
+    assert (s5 / "data/recipe_inputs.txt").read_text() == made
+    p = run("--stop-stage", "0", "--ali", "exp/mono", "--restart", "true")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "ali=exp/mono " in (s5 / "data/recipe_inputs.txt").read_text()

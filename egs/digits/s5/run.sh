@@ -76,6 +76,8 @@ seq_epochs=auto      # sequence training after CE (stage 4; steps/nnet/train_mpe
 seq_min_utts=1000
 seq_criterion=smbr   # smbr | mmi
 seq_opts=            # more options for steps/nnet/train_mpe.sh, e.g. "--learn-rate 0.00002"
+restart=false        # true: remove data/ exp/ mfcc/ fbank/ of an earlier run first (needed when
+                     # --kaldi-dir, --ali, --feat-type, ... differ from the run that made them)
 oov_word=            # the lexicon's OOV entry when --lang is a dict dir (default: the first
                      # of <UNK> <unk> <SPOKEN_NOISE> <spoken_noise> in its lexicon)
 # CTC beside the hybrid network (issue 29): sentencepiece units, steps/nnet/train_ctc.sh
@@ -128,6 +130,8 @@ Options (default):
   --seq-epochs N|auto          # sequence training epochs after CE ($seq_epochs: 4 from
                                # $seq_min_utts training utterances, else 0)
   --seq-criterion smbr|mmi     # ($seq_criterion); --seq-opts \"...\": steps/nnet/train_mpe.sh's
+  --restart true               # remove data/ exp/ mfcc/ fbank/ of an earlier run first (a run
+                               # with other inputs than the one that made them is refused)
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
                                # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)
   --ctc true|false             # also a CTC network over sentencepiece units, exp/<name>_ctc ($ctc)
@@ -196,6 +200,26 @@ if [ -z "$feat_config" ]; then
   [ -f "$kaldi_dir/conf/$feat_type.conf" ] && feat_config=$kaldi_dir/conf/$feat_type.conf
 fi
 dir=exp/$exp_name
+
+# What data/ and exp/ were made from: a later run with another Kaldi dir, alignment or features
+# would mix its stages with the old outputs (each stage skips what exists), so it is refused,
+# naming --restart; --restart true removes data/ exp/ mfcc/ fbank/ and starts over.
+inputs="kaldi_dir=$kaldi_dir train=$train test=$test lang=$lang ali=$ali graph=$graph"
+inputs="$inputs use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type feat_config=$feat_config"
+inputs="$inputs num_leaves=$num_leaves lm_arpa=$lm_arpa lm_text=$lm_text lm_order=$lm_order"
+if [ "$restart" == true ]; then
+  echo "$0: --restart true: removing data/ exp/ mfcc/ fbank/ of the earlier run"
+  rm -rf data exp mfcc fbank
+elif [ -f data/recipe_inputs.txt ] && [ "$(cat data/recipe_inputs.txt)" != "$inputs" ]; then
+  echo "$0: data/ and exp/ were made by a run with other inputs:" >&2
+  diff <(tr ' ' '\n' < data/recipe_inputs.txt) <(echo "$inputs" | tr ' ' '\n') \
+    | sed -n 's|^< |  before: |p; s|^> |  now:    |p' >&2 || true
+  echo "$0: run with --restart true to start over in this dir (it removes data/ exp/ mfcc/" \
+    "fbank/), or use another recipe dir" >&2
+  exit 1
+fi
+mkdir -p data
+[ -f data/recipe_inputs.txt ] || echo "$inputs" > data/recipe_inputs.txt
 
 # paths given inside --kaldi-dir, or absolute
 in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
@@ -391,20 +415,20 @@ fi
 
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
-  restart=false
+  train_restart=false
   if [ -e $dir/final.nnet ]; then
     echo "$dir/final.nnet exists: skipping (delete it to train again)"
   else
     if [ -f $dir/train_state.json ] && [ "$(json_get.py $dir/train_state.json done)" == true ]; then
       echo "$dir/final.nnet was deleted after a finished training: training again from scratch"
-      restart=true
+      train_restart=true
     fi
     opts=$train_opts
     # on a flat-started alignment the cv loss of a tiny dir (one cv utterance) is too noisy to
     # reject the first epoch of a new network on: it is kept (--train-opts can say otherwise)
     [ $gmm == false ] && opts="--keep-lr-iters=1${opts:+ $opts}"
     steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc \
-      ${parallel:+--parallel $parallel} --restart $restart \
+      ${parallel:+--parallel $parallel} --restart $train_restart \
       --model-config $model_config --batching-config $batching_config \
       --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
       ${opts:+--train-opts "$opts"} data/train_tr90 data/train_cv10 \
@@ -433,35 +457,6 @@ if run_stage 3 && [ $ctc == true ]; then
       --schedule-config $schedule_config --train-config $ctc_train_config \
       ${train_opts:+--train-opts "$train_opts"} data/train_tr90 data/train_cv10 exp/ctc_units $ctc_dir
   fi
-fi
-
-if run_stage 4 && [ $ctc == true ]; then
-  banner 4 "CTC: TLG of exp/ctc_units and $lang_test; decode $(printf 'data/%s ' $decode_sets)with and without it"
-  if [ -s $ctc_dir/graph/TLG.fst ] && [ $ctc_dir/graph/TLG.fst -nt exp/ctc_units/units.model ] \
-      && [ $ctc_dir/graph/TLG.fst -nt "$lang_test/G.fst" ]; then
-    echo "$ctc_dir/graph is already made: skipping"
-  else
-    make_ctc_graph.py exp/ctc_units "$lang_test" $ctc_dir/graph
-  fi
-  for x in $decode_sets; do
-    spk=$(wc -l < data/$x/spk2utt); ctc_nj=$(( nj < spk ? nj : spk ))
-    if [ -n "$(ls -t $ctc_dir/decode_$x/wer_* 2>/dev/null | head -n 1)" ] && \
-        [ "$(ls -t $ctc_dir/decode_$x/wer_* | head -n 1)" -nt $ctc_dir/final.nnet ]; then
-      echo "$ctc_dir/decode_$x is already scored: skipping"
-    else
-      steps/nnet/decode.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
-        --class-frame-counts none --output-rate model --acwt $ctc_acwt $ctc_decode_opts \
-        --scoring-opts "$ctc_scoring_opts" \
-        $ctc_dir/graph data/$x $ctc_dir/decode_$x
-    fi
-    for b in 0 $ctc_beam_size; do
-      name=greedy; [ $b -gt 0 ] && name=beam$b
-      [ -s $ctc_dir/decode_${x}_$name/wer_$name ] && \
-        [ $ctc_dir/decode_${x}_$name/wer_$name -nt $ctc_dir/final.nnet ] && continue
-      steps/nnet/decode_ctc_units.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
-        --beam-size $b exp/ctc_units data/$x $ctc_dir/decode_${x}_$name
-    done
-  done
 fi
 
 if run_stage 4; then
@@ -521,6 +516,36 @@ if run_stage 4; then
   fi
 fi
 
+# --- CTC (issue 29): after the hybrid decoding; TLG route, greedy and prefix beam ------------
+if run_stage 4 && [ $ctc == true ]; then
+  banner 4 "CTC: TLG of exp/ctc_units and $lang_test; decode $(printf 'data/%s ' $decode_sets)with and without it"
+  if [ -s $ctc_dir/graph/TLG.fst ] && [ $ctc_dir/graph/TLG.fst -nt exp/ctc_units/units.model ] \
+      && [ $ctc_dir/graph/TLG.fst -nt "$lang_test/G.fst" ]; then
+    echo "$ctc_dir/graph is already made: skipping"
+  else
+    make_ctc_graph.py exp/ctc_units "$lang_test" $ctc_dir/graph
+  fi
+  for x in $decode_sets; do
+    spk=$(wc -l < data/$x/spk2utt); ctc_nj=$(( nj < spk ? nj : spk ))
+    if [ -n "$(ls -t $ctc_dir/decode_$x/wer_* 2>/dev/null | head -n 1)" ] && \
+        [ "$(ls -t $ctc_dir/decode_$x/wer_* | head -n 1)" -nt $ctc_dir/final.nnet ]; then
+      echo "$ctc_dir/decode_$x is already scored: skipping"
+    else
+      steps/nnet/decode.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
+        --class-frame-counts none --output-rate model --acwt $ctc_acwt $ctc_decode_opts \
+        --scoring-opts "$ctc_scoring_opts" \
+        $ctc_dir/graph data/$x $ctc_dir/decode_$x
+    fi
+    for b in 0 $ctc_beam_size; do
+      name=greedy; [ $b -gt 0 ] && name=beam$b
+      [ -s $ctc_dir/decode_${x}_$name/wer_$name ] && \
+        [ $ctc_dir/decode_${x}_$name/wer_$name -nt $ctc_dir/final.nnet ] && continue
+      steps/nnet/decode_ctc_units.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
+        --beam-size $b exp/ctc_units data/$x $ctc_dir/decode_${x}_$name
+    done
+  done
+fi
+
 if run_stage 5; then
   banner 5 "summary"
   # the first of --decode-sets is the one set beside the GMM system's decode
@@ -551,6 +576,7 @@ if run_stage 5; then
       $(printf "$seq_dir/decode_%s " $decode_sets) | tee $seq_dir/summary.txt
   fi
 fi
+# --- CTC (issue 29): its summary, and the best WERs side by side -----------------------------
 if run_stage 5 && [ $ctc == true ]; then
   recipe_summary.py --label "CTC model" --model-name "CTC network over the units of exp/ctc_units ($(cat exp/ctc_units/num_outputs) outputs), TLG decoding" \
     $ctc_dir $(printf "$ctc_dir/decode_%s " $decode_sets) | tee $ctc_dir/summary.txt
