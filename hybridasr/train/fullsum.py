@@ -14,8 +14,9 @@ network, which learns one equal alignment's errors.
 
 The imported targets of the run (e.g. the equal alignment) only give the utterance list and
 frame counts. Reported per frame: the cross-entropy against ``gamma`` (never negative, unlike
-``-log Z`` with a prior) and the frame error rate against the occupations' best pdf. An utterance whose graph has no path of its frame count (too
-short for its transcript) is counted, named in the log and left out.
+``-log Z`` with a prior) and the frame error rate against the occupations' best pdf. An
+utterance whose graph has no path of its frame count (too short for its transcript) is
+counted, named in the log and left out.
 """
 from __future__ import annotations
 

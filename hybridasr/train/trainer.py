@@ -158,7 +158,11 @@ class Trainer:
         from hybridasr.models import load_model, normalize_config
 
         init, meta = load_model(path, self.dev)
-        if normalize_config(meta["model_config"]) != normalize_config(self.mcfg):
+        # dropout shapes no parameter: a model may go on training with another rate (e.g.
+        # sequence training without it)
+        shape = lambda c: {k: v for k, v in normalize_config(c).items()  # noqa: E731
+                           if k != "dropout"}
+        if shape(meta["model_config"]) != shape(self.mcfg):
             raise ConfigError(f"--init-model={path} is a {meta['model_config']} model; this "
                               f"training builds {self.mcfg}: use the same model config")
         if int(meta["input_dim"]) != self.input_dim or int(meta["num_outputs"]) != self.num_pdfs:
