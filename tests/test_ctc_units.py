@@ -150,7 +150,14 @@ def test_options(tmp_path, kaldi_digits):
     args = p.parse_args([f"--config={conf}", "--vocab-size=60", "data", "dir"])
     assert from_values(UnitOptions, args) == UnitOptions(unit_type="bpe", vocab_size=60)
     with pytest.raises(ConfigError, match="--unit-type"):
-        from_values(UnitOptions, {"unit_type": "char"})
+        from_values(UnitOptions, {"unit_type": "word"})
+    # characters: every character of the text a unit, the word start one too
+    text = kaldi_digits / "data/train/text"
+    report = make_units_dir(str(text), str(tmp_path / "chars"), UnitOptions(unit_type="char"))
+    units = UnitsDir(str(tmp_path / "chars")).units()
+    chars = {c for line in open(text) for c in line.split(" ", 1)[1] if not c.isspace()}
+    assert report["num_outputs"] == len(chars) + 3 == 18  # <blk>, <unk>, the word start
+    assert set(units.symbols()[3:]) == chars and report["unspellable_words"] == 0
     with pytest.raises(ConfigError, match="--vocab-size"):
         from_values(UnitOptions, {"vocab_size": 2})
     with pytest.raises(ConfigError, match="--character-coverage"):

@@ -2,7 +2,8 @@
 
 ``steps/nnet/train_units.sh <data> <dir>`` (``pybin/train_units.py``) writes into ``<dir>``:
 
-- ``units.model``: the sentencepiece model (unigram, Kudo 2018, or BPE; ``--vocab-size``);
+- ``units.model``: the sentencepiece model (unigram, Kudo 2018, BPE, or characters;
+  ``--vocab-size``);
 - ``units.txt``: the output symbol table, Kaldi style: ``<blk> 0``, ``<unk> 1``, then the
   pieces (``▁`` marks a word's start) with their ids;
 - ``targets.ark`` / ``targets.scp``: each utterance's unit ids, binary Kaldi int32 vectors
@@ -61,8 +62,11 @@ class UnitOptions:
     """How the units are trained (``train_units.py``; the recipe's values in
     ``conf/ctc/units.conf``)."""
     unit_type: str = option("unigram", "sentencepiece model: unigram (a unigram LM over "
-                                       "pieces, Kudo 2018) or bpe (byte-pair merges)",
-                            choices=("unigram", "bpe"))
+                                       "pieces, Kudo 2018), bpe (byte-pair merges) or char "
+                                       "(each character a unit, and the word start: "
+                                       "--vocab-size is then only a bound; what a small "
+                                       "corpus trains CTC best on)",
+                            choices=("unigram", "bpe", "char"))
     vocab_size: int = option(300, "number of units, <blk> and <unk> included (the network's "
                                   "outputs); a text with fewer possible pieces gets fewer",
                              minimum=3)
