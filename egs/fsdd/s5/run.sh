@@ -58,6 +58,16 @@ decode_opts=         # more options for steps/nnet/decode.sh
 scoring_opts="--min-lmwt 1 --max-lmwt 10"  # steps/score.sh's LM-weight sweep (its default
                      # 4..15 had its best at 4, its edge, with a cross-entropy flat start)
 decode_sets="test train_cv10"  # data/<set> decoded by each model into <model>/decode_<set>
+# CTC beside the hybrid network (issue 29; as egs/digits/s5): units of data/train_tr90's text
+ctc=false            # true: also train exp/blstm_ctc (stage 4), decode it (stage 5) with the TLG
+                     # graph of its units and data/lang_test, and by greedy and prefix beam search
+ctc_units_config=conf/ctc/units.conf  # the units (steps/nnet/train_units.sh)
+ctc_model_config=conf/ctc/model.conf  # the CTC network
+ctc_train_config=conf/ctc/train.conf  # its train.py options (frame stacking, subsampling)
+ctc_acwt=1.0         # acoustic scale of the TLG decoding (no priors, the network's own frames)
+ctc_decode_opts="--lattice-beam 5"  # more steps/nnet/decode.sh options of the TLG decoding
+ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's scoring
+ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -81,7 +91,8 @@ Options (default):
   --device cpu|cuda|auto       # ($device)
   --decode-opts \"...\"          # more steps/nnet/decode.sh options
   --scoring-opts \"...\"         # steps/score.sh options (\"$scoring_opts\")
-  --decode-sets \"X Y\"          # data sets each model decodes (\"$decode_sets\")"
+  --decode-sets \"X Y\"          # data sets each model decodes (\"$decode_sets\")
+  --ctc true|false             # also a CTC network, exp/blstm_ctc ($ctc; conf/ctc/*.conf)"
 
 echo "$0 $@"
 cd "$(dirname "$0")"
@@ -259,6 +270,26 @@ if run_stage 4; then
   fi
   stage_done 4 cd $t0
 fi
+# --- CTC (issue 29): units and network beside the hybrid one --------------------------------
+if run_stage 4 && [ $ctc == true ]; then
+  banner 4 "CTC: units of data/train_tr90 into exp/ctc_units, network exp/blstm_ctc"
+  t0=$(date +%s)
+  if [ -s exp/ctc_units/targets.scp ] && [ exp/ctc_units/targets.scp -nt data/train_tr90/text ]; then
+    echo "exp/ctc_units is already made: skipping"
+  else
+    steps/nnet/train_units.sh --units-config $ctc_units_config --lang data/lang_test \
+      data/train_tr90 exp/ctc_units
+  fi
+  if [ -e exp/blstm_ctc/final.nnet ]; then
+    echo "exp/blstm_ctc/final.nnet exists: skipping (delete it to train again)"
+  else
+    steps/nnet/train_ctc.sh --cmd "$cuda_cmd" --device $device --restart true \
+      --model-config $ctc_model_config --batching-config $batching_config \
+      --schedule-config $schedule_config --train-config $ctc_train_config \
+      --train-opts "$train_opts" data/train_tr90 data/train_cv10 exp/ctc_units exp/blstm_ctc
+  fi
+  stage_done 4 ctc $t0
+fi
 
 if run_stage 5; then
   banner 5 "graphs, decoding of $(printf 'data/%s ' $decode_sets)and scoring"
@@ -282,6 +313,35 @@ if run_stage 5; then
   fi
   stage_done 5 decode $t0
 fi
+if run_stage 5 && [ $ctc == true ]; then
+  banner 5 "CTC: TLG of exp/ctc_units and data/lang_test; decode $(printf 'data/%s ' $decode_sets)with and without it"
+  t0=$(date +%s)
+  g=exp/blstm_ctc/graph
+  if [ -s $g/TLG.fst ] && [ $g/TLG.fst -nt exp/ctc_units/units.model ] && [ $g/TLG.fst -nt data/lang_test/G.fst ]; then
+    echo "$g is already made: skipping"
+  else
+    make_ctc_graph.py exp/ctc_units data/lang_test $g
+  fi
+  for x in $decode_sets; do
+    spk=$(wc -l < data/$x/spk2utt); ctc_nj=$(( nj < spk ? nj : spk ))
+    newest_wer=$(ls -t exp/blstm_ctc/decode_$x/wer_* 2>/dev/null | head -n 1 || true)
+    if [ -n "$newest_wer" ] && [ "$newest_wer" -nt exp/blstm_ctc/final.nnet ]; then
+      echo "exp/blstm_ctc/decode_$x is already scored: skipping"
+    else
+      steps/nnet/decode.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
+        --class-frame-counts none --output-rate model --acwt $ctc_acwt $ctc_decode_opts \
+        --scoring-opts "$ctc_scoring_opts" $g data/$x exp/blstm_ctc/decode_$x
+    fi
+    for b in 0 $ctc_beam_size; do
+      name=greedy; [ $b -gt 0 ] && name=beam$b
+      [ -s exp/blstm_ctc/decode_${x}_$name/wer_$name ] && \
+        [ exp/blstm_ctc/decode_${x}_$name/wer_$name -nt exp/blstm_ctc/final.nnet ] && continue
+      steps/nnet/decode_ctc_units.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
+        --beam-size $b exp/ctc_units data/$x exp/blstm_ctc/decode_${x}_$name
+    done
+  done
+  stage_done 5 ctc $t0
+fi
 
 if run_stage 6; then
   banner 6 "summary"
@@ -293,6 +353,17 @@ if run_stage 6; then
     done
     recipe_summary.py $d $(printf "$d/decode_%s " $decode_sets) > $d/summary.txt || true
   done | tee exp/summary.txt
+  if [ $ctc == true ] && [ -e exp/blstm_ctc/final.nnet ]; then
+    best_wer_of() {  # the best %WER of a decode dir's wer_* (or "-")
+      local w; w=$(grep -h '%WER' "$1"/wer_* 2>/dev/null | sort -n -k2 | head -n 1 | awk '{print $2}' || true)
+      echo "${w:--}%"
+    }
+    echo "best WERs side by side (hybrid exp/blstm_cd | CTC through TLG | CTC greedy | CTC prefix beam $ctc_beam_size):"
+    for x in $decode_sets; do
+      echo "  $x: $(best_wer_of exp/blstm_cd/decode_$x) | $(best_wer_of exp/blstm_ctc/decode_$x) |" \
+        "$(best_wer_of exp/blstm_ctc/decode_${x}_greedy) | $(best_wer_of exp/blstm_ctc/decode_${x}_beam$ctc_beam_size)"
+    done | tee exp/blstm_ctc/summary.txt
+  fi
   [ -f exp/stage_times.txt ] && { echo "stage times (exp/stage_times.txt):"; cat exp/stage_times.txt; }
 fi
 echo "$0: done in $(( $(date +%s) - start_time )) s"
