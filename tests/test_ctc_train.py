@@ -13,7 +13,7 @@ import torch
 
 from hybridasr.ctc.units import UnitOptions, make_units_dir
 from hybridasr.train.ctc import CtcObjective, ctc_frames_needed, edit_distance
-from train_helpers import load_pybin, make_tr_cv
+from train_helpers import REPO, load_pybin, make_tr_cv
 
 
 def test_frames_needed_and_edit_distance():
@@ -198,3 +198,43 @@ def test_the_steps(ctc_run, kaldi_digits, repo_dir, env_with_path):
     hyp = dict(line.rstrip("\n").partition(" ")[::2]
                for line in open(exp / "decode_cv_beam4/hyp.txt"))
     assert set(hyp) == {line.split()[0] for line in open(cv / "text")}
+
+
+@pytest.mark.parametrize("mode", ["ddp", "average"])
+def test_ctc_under_torchrun(ctc_run, tmp_path, env_with_path, mode):
+    """--objective=ctc trains on two processes as cross-entropy does: DDP (gradients
+    all-reduced every step) and parameter averaging, the ranks' halves together the whole set."""
+    import os
+    import subprocess
+    import sys
+
+    tmp, tr, cv, _ = ctc_run
+    exp = tmp_path / mode
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+           "2", str(REPO / "pybin" / "train.py"), f"--parallel={mode}", "--sync-every=3",
+           "--model=blstm", "--num-layers=1", "--hidden-size=24", "--seq-ordering=laplace:2",
+           "--max-frames=1500", "--num-workers=0", "--max-iters=2", "--num-threads=1",
+           "--progress-every=0", "--objective=ctc", "--stack-frames=3", "--subsample=3",
+           str(tr), str(cv), str(tmp / "units"), str(tmp / "units_cv"), str(exp)]
+    p = subprocess.run(cmd, env=env_with_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    h = [json.loads(line) for line in open(exp / "metrics.jsonl", encoding="utf-8")]
+    assert [x["epoch"] for x in h] == [0, 1, 2]
+    assert all(x["world_size"] == 2 and x["objective"] == "ctc" for x in h[1:])
+    assert h[2]["cv_loss"] < h[0]["cv_loss"]
+    assert os.path.exists(exp / "final.nnet")
+
+
+def test_ctc_trains_the_lstm(ctc_run, tmp_path):
+    """The unidirectional LSTM trains with --objective=ctc too (CV loss below the start)."""
+    tmp, tr, cv, _ = ctc_run
+    exp = tmp_path / "lstm"
+    assert load_pybin("train").main([
+        "--model=lstm", "--num-layers=1", "--hidden-size=64", "--seq-ordering=laplace:4",
+        "--max-frames=2000", "--num-workers=0", "--learning-rate=0.004", "--max-iters=1",
+        "--min-batches-per-epoch=40", "--progress-every=0", "--num-threads=1",
+        "--objective=ctc", "--stack-frames=3", "--subsample=3", str(tr), str(cv),
+        str(tmp / "units"), str(tmp / "units_cv"), str(exp)]) == 0
+    h = [json.loads(x) for x in open(exp / "metrics.jsonl", encoding="utf-8")]
+    assert [x["objective"] for x in h] == ["ctc", "ctc"]
+    assert h[1]["cv_loss"] < h[0]["cv_loss"]
