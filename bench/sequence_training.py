@@ -13,7 +13,7 @@ Run in a recipe dir where stage 4 made ``exp/<name>_ali`` and ``exp/<name>_denla
 ``./run.sh --seq-epochs 1``):
 
   python bench/sequence_training.py --recipe egs/digits/s5 --graph <graph-dir> \\
-      [--data data/train] [--nnet-dir exp/blstm]
+      --lang <lang-dir> [--data data/train] [--nnet-dir exp/blstm]
 
 One JSON object per result line on stdout; the work goes to a temporary dir.
 """
@@ -46,8 +46,7 @@ def main(argv=None):
     p.add_argument("--recipe", required=True, help="recipe dir (egs/<corpus>/s5) after stage 4")
     p.add_argument("--graph", required=True, help="the decoding graph dir of the recipe")
     p.add_argument("--data", default="data/train")
-    p.add_argument("--lang", default="", help="lang dir (default: <graph>/../../lang "
-                                               "is not assumed: give it)")
+    p.add_argument("--lang", required=True, help="the lang dir of the denominator graph")
     p.add_argument("--nnet-dir", default="exp/blstm")
     p.add_argument("--nj", type=int, default=2)
     p.add_argument("--skip", default="", help="comma list of parts to skip: denlats,epoch")
@@ -58,14 +57,13 @@ def main(argv=None):
     src = a.nnet_dir
     beams = ["--beam", "13.0", "--lattice-beam", "7.0", "--max-active", "5000", "--acwt", "0.1"]
     if "denlats" not in skip:
-        lang = a.lang
         dec = os.path.join(tmp, "decode")
         os.makedirs(dec)
         # decoding writes into <decode-dir>; the network is <srcdir>'s
         t_dec = run(["steps/nnet/decode.sh", "--nj", str(a.nj), "--skip-scoring", "true",
                      "--srcdir", src, *beams, a.graph, a.data, dec], rec,
                     os.path.join(tmp, "decode.log"))
-        t_den = run(["steps/nnet/make_denlats.sh", "--nj", str(a.nj), *beams, a.data, lang,
+        t_den = run(["steps/nnet/make_denlats.sh", "--nj", str(a.nj), *beams, a.data, a.lang,
                      src, os.path.join(tmp, "denlats")], rec, os.path.join(tmp, "denlats.log"))
         print(json.dumps({"bench": "denlats", "data": a.data, "seconds": round(t_den, 1),
                           "baseline": "decode.sh, same beams, " + a.graph,

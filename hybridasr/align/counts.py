@@ -54,3 +54,14 @@ def log_priors(counts, floor: float = 1e-10) -> np.ndarray:
     out = np.log(rel + 1e-20)
     out[rel < floor] = DISABLED_LOG_PRIOR
     return out.astype(np.float32)
+
+
+def load_log_priors(counts_path: str, num_pdfs: int, prior_floor: float = 1e-10) -> np.ndarray:
+    """Log-priors from a counts file (``ali_train_pdf.counts``); its size must be the model's
+    number of outputs."""
+    counts = np.asarray(read_counts(counts_path))
+    if counts.size != num_pdfs:
+        raise FormatError(f"{counts_path} has {counts.size} pdf counts but the model has "
+                          f"{num_pdfs} outputs: the counts (and the alignment model) do not "
+                          f"belong to this network")
+    return np.asarray(log_priors(counts, floor=prior_floor), dtype=np.float32)

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from hybridasr.align.counts import load_log_priors  # noqa: F401 (its users import it here)
 from hybridasr.errors import FormatError
 from hybridasr.options import option
 
@@ -26,20 +27,6 @@ class PriorOptions:
                                          "dividing by priors")
     prior_scale: float = option(1.0, "scale of the log-priors")
     prior_floor: float = option(1e-10, "pdfs with a prior below this are disabled")
-
-
-def load_log_priors(counts_path: str, num_pdfs: int,
-                    prior_floor: float = PriorOptions.prior_floor) -> np.ndarray:
-    """Log-priors from a counts file (``ali_train_pdf.counts``); its size must be the model's
-    number of outputs."""
-    from hybridasr.align.counts import log_priors, read_counts
-
-    counts = np.asarray(read_counts(counts_path))
-    if counts.size != num_pdfs:
-        raise FormatError(f"{counts_path} has {counts.size} pdf counts but the model has "
-                          f"{num_pdfs} outputs: the counts (and the alignment model) do not "
-                          f"belong to this network")
-    return np.asarray(log_priors(counts, floor=prior_floor), dtype=np.float32)
 
 
 def scaled_loglikes(logits, log_priors: Optional[np.ndarray] = None,

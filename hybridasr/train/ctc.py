@@ -31,6 +31,7 @@ import logging
 import os
 from typing import Dict, List, Sequence, Tuple
 
+import kaldialign
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -55,14 +56,9 @@ def ctc_frames_needed(units: Sequence[int]) -> int:
 
 
 def edit_distance(a: Sequence[int], b: Sequence[int]) -> int:
-    """Levenshtein distance (substitutions, insertions, deletions) between two sequences."""
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, y in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
-        prev = cur
-    return prev[-1]
+    """Levenshtein distance (substitutions, insertions, deletions) between two sequences
+    (``kaldialign``'s, as the WER scoring's)."""
+    return int(kaldialign.edit_distance(list(a), list(b))["total"])
 
 
 def _keep(ds, targets: Dict[str, np.ndarray], what: str) -> Dict:

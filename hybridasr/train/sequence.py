@@ -124,7 +124,7 @@ class SequenceObjective:
     docstring)."""
 
     def __init__(self, opts, keys: Sequence[str], lengths: Dict[str, int], num_pdfs: int):
-        from hybridasr.align.counts import log_priors, read_counts
+        from hybridasr.align.counts import load_log_priors
         from hybridasr.kaldi.transition_model import read_transition_model
 
         check_sequence_options(opts)
@@ -157,12 +157,9 @@ class SequenceObjective:
         self.drop_frames = bool(opts.seq_drop_frames)
         self.log_prior = None
         if opts.seq_class_frame_counts:
-            counts = read_counts(opts.seq_class_frame_counts)
-            if len(counts) != num_pdfs:
-                raise FormatError(f"{opts.seq_class_frame_counts} has {len(counts)} pdf counts, "
-                                  f"the network {num_pdfs} outputs")
-            self.log_prior = torch.as_tensor(log_priors(counts), dtype=torch.float64) * float(
-                opts.seq_prior_scale)
+            self.log_prior = torch.as_tensor(
+                load_log_priors(opts.seq_class_frame_counts, num_pdfs),
+                dtype=torch.float64) * float(opts.seq_prior_scale)
         self.lattices, self.skipped = read_denominator_lattices(opts.seq_denlats, keys)
         for k, lat in list(self.lattices.items()):
             if lat.num_frames != lengths[k]:
