@@ -142,15 +142,9 @@ Options (default):
 echo "$0 $@"
 cmdline="$0 $*"
 cd "$(dirname "$0")"
-# one run at a time in a recipe dir: a second one exits at once naming the first (flock; the
-# kernel releases the lock when the first ends, however it ends)
-exec 9>> .run.lock
-if ! flock -n 9; then
-  echo "$0: another run is using $(pwd): $(cat .run.lock.who 2>/dev/null || echo '(unknown)');" \
-    "wait for it to end or stop it" >&2
-  exit 1
-fi
-echo "pid $$: $cmdline" > .run.lock.who
+. utils/recipe_lib.sh  # (issue 32: shared with the other recipes)
+# one run at a time in a recipe dir: a second one exits at once naming the first
+recipe_lock "$cmdline"
 . ./cmd.sh
 . ./path.sh
 . utils/parse_options.sh
@@ -160,18 +154,8 @@ if [ $# -ne 0 ]; then
   exit 1
 fi
 
-# the numeric options, checked before any stage runs (a bad one would otherwise do nothing
-# and exit 0, or fail deep inside a step)
-for v in stage stop_stage nj; do
-  case "${!v}" in ''|*[!0-9]*) echo "$0: --${v//_/-} must be a whole number, not '${!v}'" >&2; exit 1 ;; esac
-done
-if [ "$stage" -gt 5 ] || [ "$stop_stage" -gt 5 ]; then
-  echo "$0: the stages are 0..5: --stage $stage --stop-stage $stop_stage runs none" >&2; exit 1
-fi
-if [ "$stage" -gt "$stop_stage" ]; then
-  echo "$0: --stage $stage is after --stop-stage $stop_stage: nothing to run" >&2; exit 1
-fi
-[ "$nj" -ge 1 ] || { echo "$0: --nj is a number of jobs, at least 1 (not $nj)" >&2; exit 1; }
+# the numeric options, checked before any stage runs
+check_stage_options 5
 case "$feat_type" in
   mfcc|fbank) ;;
   *) echo "$0: --feat-type is mfcc or fbank, not '$feat_type' (there is no steps/make_$feat_type.sh)" >&2; exit 1 ;;
@@ -207,19 +191,7 @@ dir=exp/$exp_name
 inputs="kaldi_dir=$kaldi_dir train=$train test=$test lang=$lang ali=$ali graph=$graph"
 inputs="$inputs use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type feat_config=$feat_config"
 inputs="$inputs num_leaves=$num_leaves lm_arpa=$lm_arpa lm_text=$lm_text lm_order=$lm_order"
-if [ "$restart" == true ]; then
-  echo "$0: --restart true: removing data/ exp/ mfcc/ fbank/ of the earlier run"
-  rm -rf data exp mfcc fbank
-elif [ -f data/recipe_inputs.txt ] && [ "$(cat data/recipe_inputs.txt)" != "$inputs" ]; then
-  echo "$0: data/ and exp/ were made by a run with other inputs:" >&2
-  diff <(tr ' ' '\n' < data/recipe_inputs.txt) <(echo "$inputs" | tr ' ' '\n') \
-    | sed -n 's|^< |  before: |p; s|^> |  now:    |p' >&2 || true
-  echo "$0: run with --restart true to start over in this dir (it removes data/ exp/ mfcc/" \
-    "fbank/), or use another recipe dir" >&2
-  exit 1
-fi
-mkdir -p data
-[ -f data/recipe_inputs.txt ] || echo "$inputs" > data/recipe_inputs.txt
+check_recipe_inputs "$inputs" "$restart" data exp mfcc fbank
 
 # paths given inside --kaldi-dir, or absolute
 in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
