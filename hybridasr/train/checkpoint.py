@@ -200,7 +200,8 @@ def check_improved(exp_dir: str, state: dict, remove_final: bool = True) -> None
             fsync_dir(exp_dir)
     init = state["history"][0]
     epochs = ", ".join(f"{h['epoch']} (learning rate {h['lr']:g}, " + (
-        f"cv loss {h['cv_loss']:.4f})" if _finite(h.get("cv_loss")) else "loss NaN/inf)")
+        f"cv loss {h['cv_loss']:.4f})" if _finite(h.get("cv_loss")) else "loss NaN/inf" + (
+            f" in {h['diverged_at']})" if h.get("diverged_at") else ")"))
         for h in trained)
     lr = trained[0]["lr"]
     raise NoImprovementError(

@@ -35,6 +35,7 @@ class EpochStats:
     batches: int = 0
     seconds: float = 0.0
     diverged: bool = False
+    diverged_at: str = ""      # where the loss went NaN/inf: the batch and its utterances
     extra: dict = field(default_factory=dict)
 
     @property
@@ -62,7 +63,19 @@ class EpochStats:
             torch.distributed.all_reduce(s, op=torch.distributed.ReduceOp.MAX)
         v = t.tolist()
         return EpochStats(v[0], int(v[1]), int(v[2]), int(v[3]), int(v[4]), float(s.item()),
-                          v[5] > 0, dict(self.extra))
+                          v[5] > 0, self.diverged_at, dict(self.extra))
+
+
+def _where(batch, number: int, check_every: int, ddp: bool) -> str:
+    """The batch whose loss was found NaN/inf, and its utterances (the loss is read back every
+    ``check_every`` batches: it went bad in one of them; under DDP maybe on another rank)."""
+    keys = [k for k in batch.keys if k]
+    shown = ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+    where = f"batch {number} (utterances {shown})"
+    if check_every > 1:
+        where = (f"one of batches {max(number - check_every + 1, 1)}..{number} (the loss is "
+                 f"checked every {check_every}; the last: utterances {shown})")
+    return where + (" on this or another process" if ddp else "")
 
 
 def _model_outputs(model, feats, lengths, state, carry: bool):
@@ -189,6 +202,8 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
                     finite = bool(torch.isfinite(loss_acc))
                 if not finite:
                     stats.diverged = True
+                    stats.diverged_at = stats.diverged_at or _where(batch, stats.batches,
+                                                                    check_every, ddp)
                     if averager is None:
                         break
                     skip_updates = True

@@ -336,9 +336,10 @@ class Trainer:
         if tr.diverged:
             decision = self.schedule.diverged(epoch)
             rec.update(cv_loss=float("nan"), cv_fer=float("nan"), accepted=False,
-                       reason=decision.reason, model=None)
-            log.warning("epoch %d: the loss became NaN or inf: epoch rejected, learning rate "
-                        "%g -> %g", epoch, lr, decision.lr)
+                       reason=decision.reason, model=None, diverged_at=tr.diverged_at)
+            log.warning("epoch %d: the loss became NaN or inf%s: epoch rejected, learning "
+                        "rate %g -> %g", epoch, f" in {tr.diverged_at}" if tr.diverged_at
+                        else "", lr, decision.lr)
         else:
             cv = self.evaluate(model)
             decision = self.schedule.epoch_done(epoch, tr.loss, cv.loss)
