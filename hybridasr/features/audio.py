@@ -35,7 +35,9 @@ from typing import Iterator, Optional, Tuple, Union
 import numpy as np
 import soundfile as sf
 
-from hybridasr.errors import FormatError
+from hybridasr.datadir.speed_perturb import parse_speed_pipe
+from hybridasr.errors import FormatError, HybridAsrError
+from hybridasr.features.speed import speed_perturb
 from hybridasr.kaldi.io.streams import InputStream, split_offset
 from hybridasr.kaldi.io.table import iter_map_lines, read_map
 
@@ -124,9 +126,28 @@ def _decode(data: Union[str, bytes], what: str) -> Tuple[np.ndarray, int]:
     return x, int(rate)
 
 
+def decode_audio(data: bytes, what: str) -> Tuple[np.ndarray, int]:
+    """(frames x channels float32 on Kaldi's scale, rate) of a wav (or flac, ...) in memory."""
+    return _decode(data, what)
+
+
 def read_extended_filename(spec: str) -> Tuple[np.ndarray, int]:
-    """Reads the audio a wav.scp value names. Raises OSError (with the reason) on failure."""
+    """Reads the audio a wav.scp value names. Raises OSError (with the reason) on failure.
+
+    A speed-perturbed entry written by ``utils/data/perturb_data_dir_speed.sh`` without sox
+    (``wav_speed_perturb.py --factor=F <in> - |``) is done in this process, with the same
+    samples as the pipe: starting a Python per utterance costs more than the features."""
     spec = spec.strip()
+    perturbed = parse_speed_pipe(spec) if spec.endswith("|") else None
+    if perturbed is not None:
+        inner, factor = perturbed
+        samples, rate = read_extended_filename(inner)
+        try:
+            out = np.stack([speed_perturb(samples[:, c], factor)
+                            for c in range(samples.shape[1])], axis=1)
+        except HybridAsrError as e:  # a bad factor: this entry cannot be read
+            raise OSError(str(e)) from None
+        return out, rate
     if spec.endswith("|"):
         try:
             with InputStream(spec) as f:

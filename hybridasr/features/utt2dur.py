@@ -78,3 +78,25 @@ def write_utt2dur(data: str, frame_shift: float = Utt2durOptions.frame_shift,
     entries = utt2dur_entries(data, frame_shift, warn)
     write_lines(data_file(data, "utt2dur"), (f"{u} {d:g}" for u, d in entries))
     return len(entries)
+
+
+def write_reco2dur(data: str) -> int:
+    """``<data>/reco2dur`` (Kaldi's ``utils/data/get_reco2dur.sh``): without ``segments`` the
+    recordings are the utterances (``utt2dur``'s values, made first when missing); with it,
+    each ``wav.scp`` recording's audio length (headers of plain files, pipes read)."""
+    if not has(data, "segments"):
+        if not has(data, "utt2dur"):
+            write_utt2dur(data)
+        entries = [(e.key, e.value) for e in read_table(data_file(data, "utt2dur")).entries]
+        write_lines(data_file(data, "reco2dur"), (f"{r} {d}" for r, d in entries))
+        return len(entries)
+    wav = read_table(data_file(data, "wav.scp"))
+    out = []
+    for e in wav.entries:
+        try:
+            out.append((e.key, _wav_duration(e.value)))
+        except OSError as err:
+            raise FormatError(f"{wav.where(e)}: cannot read the audio of {e.key!r}: "
+                              f"{err}") from None
+    write_lines(data_file(data, "reco2dur"), (f"{r} {d:g}" for r, d in out))
+    return len(out)
