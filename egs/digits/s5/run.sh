@@ -294,6 +294,13 @@ if run_stage 0; then
   done
   mkdir -p data
   mv data_check.json.tmp data/kaldi_dir.json
+  # each stage records what it was made from (data/stage<N>.json, exp/<name>/stage<N>.json:
+  # utils/recipe_lib.sh's stage_begin); one killed midway or made from other options or inputs
+  # is redone (only what resumes by itself is kept: a training's state, finished decodes)
+  stage_begin data/stage0.json use_kaldi_feats=$use_kaldi_feats lm_arpa=$lm_arpa \
+    lm_text=$lm_text oov_word=$oov_word "$kaldi_dir/$train" "$kaldi_dir/$test" \
+    $([ $gmm == false ] && echo "$kaldi_dir/$lang")
+  [ $stage_status == done ] || rm -rf data/train data/test
   for x in train test; do
     [ $x == train ] && src=$train || src=$test
     stamp="$kaldi_dir/$src use_kaldi_feats=$use_kaldi_feats"
@@ -307,10 +314,16 @@ if run_stage 0; then
   if [ $gmm == false ]; then
     make_lang_dirs
   fi
+  stage_finish data/stage0.json
 fi
 
 if run_stage 1; then
   banner 1 "features ($([ $use_kaldi_feats == true ] && echo "the Kaldi dir's" || echo "$feat_type, $feat_config")) and CMVN stats"
+  stage_begin data/stage1.json use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type \
+    "$feat_config" data/train/wav.scp data/test/wav.scp data/train/utt2spk data/test/utt2spk
+  if [ $stage_status != done ] && [ $use_kaldi_feats == false ]; then
+    for x in train test; do rm -f data/$x/feats.scp data/$x/cmvn.scp data/$x/utt2num_frames; done
+  fi
   for x in train test; do
     if [ -s data/$x/feats.scp ] && [ -s data/$x/cmvn.scp ]; then
       echo "data/$x already has feats.scp and cmvn.scp: skipping"
@@ -327,6 +340,35 @@ if run_stage 1; then
   for x in train test; do
     [ -s data/$x/utt2num_frames ] || utils/data/get_utt2num_frames.sh data/$x
   done
+  # finished only when every utterance has features: one whose audio could not be read (the
+  # features step skips and counts it) is computed again by the next run, once it is fixed
+  missing=
+  for x in train test; do
+    n=$(wc -l < data/$x/feats.scp); u=$(wc -l < data/$x/utt2spk)
+    [ $n -lt $u ] && missing="$missing data/$x: $n of $u;"
+  done
+  if [ -n "$missing" ] && [ $use_kaldi_feats == false ]; then
+    echo "$0: warning: features of only:$missing stage 1 stays unfinished, so the next run" \
+      "computes them again (fix the audio named in exp/make_$feat_type/*/*.log, or leave those" \
+      "utterances out: utils/fix_data_dir.sh)" >&2
+  else
+    stage_finish data/stage1.json
+  fi
+fi
+
+if run_stage 2; then
+  if [ $gmm == true ]; then
+    stage_begin data/stage2.json ali=$ali "$kaldi_dir/$ali" data/train/feats.scp \
+      data/train/utt2spk data/train/text
+  else  # (the flat start resumes by itself: kept unless made from other inputs)
+    stage_begin data/stage2.json flat_objective=$flat_objective flat_rounds=$flat_rounds \
+      flat_first_subset=$flat_first_subset num_leaves=$num_leaves \
+      "flat_train_opts=$train_opts $flat_train_opts" "${flat_model_config:-$model_config}" \
+      "${flat_batching_config:-$batching_config}" "$lang_dir" data/train/feats.scp \
+      data/train/utt2spk data/train/text
+    [ $stage_status == changed ] && rm -rf exp/flat exp/tri_ali
+  fi
+  [ $stage_status == done ] || rm -rf exp/ali_train data/train_tr90 data/train_cv10
 fi
 
 if run_stage 2 && [ $gmm == false ]; then
@@ -369,6 +411,7 @@ if run_stage 2 && [ $gmm == false ]; then
     rm -rf exp/ali_train
     steps/import_ali.sh $cd_ali data/train exp/ali_train
   fi
+  stage_finish data/stage2.json
 fi
 
 if run_stage 2 && [ $gmm == true ]; then
@@ -383,11 +426,21 @@ if run_stage 2 && [ $gmm == true ]; then
   else
     utils/subset_data_dir_tr_cv.sh data/train data/train_tr90 data/train_cv10
   fi
+  stage_finish data/stage2.json
 fi
 
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
   train_restart=false
+  # (changed schedule options are notes: a resumed training applies them by itself)
+  stage_begin $dir/stage3.json --note=schedule_config=$schedule_config \
+    "--note=train_opts=$train_opts" "$model_config" "$batching_config" "$lang_dir/phones.txt" \
+    data/train_tr90/feats.scp data/train_cv10/feats.scp exp/ali_train \
+    $([ "${speed_perturb:-false}" == true ] && echo data/train_sp_tr90/feats.scp exp/ali_train_sp)
+  if [ $stage_status == changed ] && [ -e $dir/train_state.json ]; then
+    echo "$dir was trained from other inputs (above): training again from scratch"
+    rm -f $dir/final.nnet; train_restart=true
+  fi
   if [ -e $dir/final.nnet ]; then
     echo "$dir/final.nnet exists: skipping (delete it to train again)"
   else
@@ -406,6 +459,7 @@ if run_stage 3; then
       ${opts:+--train-opts "$opts"} data/train_tr90 data/train_cv10 \
       "$lang_dir" exp/ali_train exp/ali_train $dir
   fi
+  stage_finish $dir/stage3.json
 fi
 
 # --- CTC (issue 29): units of data/train_tr90, the network, its TLG graph -----------------
@@ -433,6 +487,14 @@ fi
 
 if run_stage 4; then
   banner 4 "decode $(printf 'data/%s ' $decode_sets)with $graph_dir and score"
+  stage_begin $dir/stage4.json "decode_sets=$decode_sets" "decode_opts=$decode_opts" \
+    realign_iters=$realign_iters seq_epochs=$seq_epochs ctc=$ctc $dir/final.nnet \
+    $([ $gmm == true ] && echo "$graph_dir") $(printf "data/%s/feats.scp " $decode_sets)
+  if [ $stage_status != done ]; then  # a WER of a decode or scoring killed midway: made again
+    for d in $dir ${dir}_re* ${dir}_smbr ${dir}_mmi ${dir}_ctc exp/flat/nnet*; do
+      rm -f $d/decode_*/wer_*
+    done
+  fi
   if [ $gmm == false ]; then
     # the graphs of the flat-start monophone model and of the recipe's network (its tree)
     for m in exp/flat/mono $dir; do
@@ -518,6 +580,11 @@ if run_stage 4 && [ $ctc == true ]; then
   done
 fi
 
+if run_stage 4; then
+  stage_finish $dir/stage4.json
+fi
+
+# (stage 5 has no record: it sums up what is there, every time)
 if run_stage 5; then
   banner 5 "summary"
   # the first of --decode-sets is the one set beside the GMM system's decode
