@@ -46,7 +46,7 @@ check_recipe_inputs() {
     echo "$0: --restart true: removing $* of the earlier run"
     rm -rf "$@"
   elif [ -f data/recipe_inputs.txt ] && [ "$(cat data/recipe_inputs.txt)" != "$inputs" ]; then
-    echo "$0: $* were made by a run with other inputs:" >&2
+    echo "$0: $* were made by a run with other options or inputs:" >&2
     diff <(tr ' ' '\n' < data/recipe_inputs.txt) <(echo "$inputs" | tr ' ' '\n') \
       | sed -n 's|^< |  before: |p; s|^> |  now:    |p' >&2 || true
     echo "$0: run with --restart true to start over in this dir (it removes $*)," \

@@ -68,6 +68,8 @@ ctc_acwt=1.0         # acoustic scale of the TLG decoding (no priors, the networ
 ctc_decode_opts="--lattice-beam 5"  # more steps/nnet/decode.sh options of the TLG decoding
 ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's scoring
 ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
+restart=false        # true: remove data/ exp/ mfcc/ of an earlier run first (needed when the
+                     # corpus options differ from the run that made them)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -92,10 +94,15 @@ Options (default):
   --decode-opts \"...\"          # more steps/nnet/decode.sh options
   --scoring-opts \"...\"         # steps/score.sh options (\"$scoring_opts\")
   --decode-sets \"X Y\"          # data sets each model decodes (\"$decode_sets\")
-  --ctc true|false             # also a CTC network, exp/blstm_ctc ($ctc; conf/ctc/*.conf)"
+  --ctc true|false             # also a CTC network, exp/blstm_ctc ($ctc; conf/ctc/*.conf)
+  --restart true               # remove data/ exp/ mfcc/ of an earlier run first (a run with
+                               # other corpus options than the one that made them is refused)"
 
 echo "$0 $@"
+cmdline="$0 $*"
 cd "$(dirname "$0")"
+. utils/recipe_lib.sh  # (issue 32: shared with egs/digits/s5)
+recipe_lock "$cmdline"  # one run at a time in a recipe dir
 . ./cmd.sh
 . ./path.sh
 . utils/parse_options.sh
@@ -104,12 +111,20 @@ if [ $# -ne 0 ]; then
   echo "$help_message" >&2
   exit 1
 fi
+check_stage_options 6  # --stage, --stop-stage, --nj, before any stage runs
 
 [ -z "$recordings" ] && recordings=$HYBRIDASR_ROOT/../shared/data/fsdd/recordings
 if [ $stage -le 0 ] && [ ! -d "$recordings" ]; then
   echo "$0: --recordings $recordings does not exist (FSDD's recordings/ dir)" >&2
   exit 1
 fi
+
+# what data/ and exp/ are made from: a run with another corpus is refused, naming --restart
+inputs="recordings=$(cd "$recordings" 2>/dev/null && pwd -P || echo "$recordings")"
+inputs="$inputs train_speakers=${train_speakers// /,} test_speakers=${test_speakers// /,}"
+inputs="$inputs corpus_seed=$corpus_seed speed_factors=${speed_factors// /,}"
+inputs="$inputs corpus_opts=${corpus_opts// /,}"
+check_recipe_inputs "$inputs" "$restart" data exp mfcc
 
 # the data sets with features, and the CD network's training data
 sets="train test"; cd_data=data/train
@@ -156,8 +171,8 @@ if run_stage 0; then
     echo "data/train and data/test already hold the corpus ($stamp): skipping"
   else
     if [ -f data/.corpus ]; then
-      echo "$0: data/ holds a corpus made with other options ($(cat data/.corpus)); remove" \
-           "data/ exp/ mfcc/ to make a new one" >&2
+      echo "$0: data/ holds a corpus made with other options ($(cat data/.corpus)); run with" \
+           "--restart true to make a new one (it removes data/ exp/ mfcc/)" >&2
       exit 1
     fi
     # shellcheck disable=SC2086
