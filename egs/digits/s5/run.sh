@@ -90,6 +90,12 @@ ctc_acwt=1.0         # acoustic scale of the TLG decoding (no priors, the networ
 ctc_decode_opts="--lattice-beam 5"  # more steps/nnet/decode.sh options of the TLG decoding
 ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's scoring
 ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
+# speed perturbation (issue 30): utils/data/perturb_data_dir_speed_3way.sh, steps/perturb_ali.sh
+speed_perturb=false  # true: stage 1 makes data/train_sp (speeds 0.9, 1.0, 1.1) with features,
+                     # stage 2 its targets (exp/ali_train_sp: the GMM alignment resampled to
+                     # each copy's frames) and data/train_sp_tr90 (the 3 copies of every
+                     # data/train_tr90 utterance; data/train_cv10 stays unperturbed), stage 3
+                     # trains on it (realignment rounds and sequence training keep data/train)
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -134,6 +140,8 @@ Options (default):
                                # with other inputs than the one that made them is refused)
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
                                # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)
+  --speed-perturb true|false   # stage 3 trains on data/train_sp_tr90: data/train_tr90 at speeds 0.9, 1.0, 1.1
+                               # (cv unperturbed, no copy of a cv utterance in training) ($speed_perturb)
   --ctc true|false             # also a CTC network over sentencepiece units, exp/<name>_ctc ($ctc)
   --ctc-units-config, --ctc-model-config, --ctc-train-config  # its confs (conf/ctc/*.conf)
   --ctc-acwt S, --ctc-decode-opts \"...\", --ctc-scoring-opts \"...\", --ctc-beam-size N  # its decoding
@@ -191,6 +199,7 @@ dir=exp/$exp_name
 inputs="kaldi_dir=$kaldi_dir train=$train test=$test lang=$lang ali=$ali graph=$graph"
 inputs="$inputs use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type feat_config=$feat_config"
 inputs="$inputs num_leaves=$num_leaves lm_arpa=$lm_arpa lm_text=$lm_text lm_order=$lm_order"
+[ "$speed_perturb" == true ] && inputs="$inputs speed_perturb=true"  # (issue 30)
 check_recipe_inputs "$inputs" "$restart" data exp mfcc fbank
 
 # paths given inside --kaldi-dir, or absolute
@@ -356,6 +365,25 @@ if run_stage 1; then
   fi
 fi
 
+# --- speed perturbation (issue 30): data/train_sp, 3-way, with its features and CMVN --------
+if run_stage 1 && [ "$speed_perturb" == true ]; then
+  banner 1 "speed perturbation: data/train_sp (data/train at speeds 0.9, 1.0, 1.1) and its features"
+  if [ $use_kaldi_feats == true ]; then
+    echo "$0: --speed-perturb true needs features computed from the audio (--use-kaldi-feats false)" >&2
+    exit 1
+  fi
+  if [ -s data/train_sp/feats.scp ] && [ -s data/train_sp/cmvn.scp ]; then
+    echo "data/train_sp already has feats.scp and cmvn.scp: skipping"
+  else
+    rm -rf data/train_sp  # (a partial one: the perturbation refuses a dir with feats.scp)
+    utils/data/perturb_data_dir_speed_3way.sh data/train data/train_sp
+    steps/make_$feat_type.sh --nj $nj --cmd "$train_cmd" --${feat_type}-config "$feat_config" \
+      data/train_sp exp/make_$feat_type/train_sp $feat_type
+    steps/compute_cmvn_stats.sh data/train_sp exp/make_$feat_type/train_sp $feat_type
+  fi
+  [ -s data/train_sp/utt2num_frames ] || utils/data/get_utt2num_frames.sh data/train_sp
+fi
+
 if run_stage 2; then
   if [ $gmm == true ]; then
     stage_begin data/stage2.json ali=$ali "$kaldi_dir/$ali" data/train/feats.scp \
@@ -429,6 +457,29 @@ if run_stage 2 && [ $gmm == true ]; then
   stage_finish data/stage2.json
 fi
 
+# --- speed perturbation (issue 30): targets of data/train_sp, its share of the tr/cv split ---
+if run_stage 2 && [ "$speed_perturb" == true ]; then
+  banner 2 "speed perturbation: targets of data/train_sp (exp/ali_train_sp), data/train_sp_tr90"
+  if [ -s exp/ali_train_sp/targets.scp ] && [ exp/ali_train_sp/targets.scp -nt exp/ali_train/targets.scp ] \
+      && [ exp/ali_train_sp/targets.scp -nt data/train_sp/feats.scp ]; then
+    echo "exp/ali_train_sp already holds the targets of data/train_sp: skipping"
+  else
+    steps/perturb_ali.sh exp/ali_train data/train_sp exp/ali_train_sp
+  fi
+  if [ -s data/train_sp_tr90/feats.scp ] && [ data/train_sp_tr90/feats.scp -nt data/train_tr90/utt2spk ] \
+      && [ data/train_sp_tr90/feats.scp -nt data/train_sp/feats.scp ]; then
+    echo "data/train_sp_tr90 exists: skipping"
+  else
+    # the copies (utt2uniq: copy -> its source) of the utterances of data/train_tr90 only: no
+    # speed of a cv utterance is trained on
+    awk 'NR == FNR { tr[$1] = 1; next } ($2 in tr) { print $1 }' data/train_tr90/utt2spk \
+      data/train_sp/utt2uniq > data/train_sp/tr90_utts
+    utils/subset_data_dir.sh --utt-list data/train_sp/tr90_utts data/train_sp data/train_sp_tr90
+    echo "data/train_sp_tr90: $(wc -l < data/train_sp_tr90/utt2spk) utterances (the 3 speeds of" \
+      "$(wc -l < data/train_tr90/utt2spk)); cv: data/train_cv10, unperturbed"
+  fi
+fi
+
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
   train_restart=false
@@ -452,12 +503,14 @@ if run_stage 3; then
     # on a flat-started alignment the cv loss of a tiny dir (one cv utterance) is too noisy to
     # reject the first epoch of a new network on: it is kept (--train-opts can say otherwise)
     [ $gmm == false ] && opts="--keep-lr-iters=1${opts:+ $opts}"
+    tr_data=data/train_tr90; tr_ali=exp/ali_train
+    [ "$speed_perturb" == true ] && tr_data=data/train_sp_tr90 && tr_ali=exp/ali_train_sp
     steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc \
       ${parallel:+--parallel $parallel} --restart $train_restart \
       --model-config $model_config --batching-config $batching_config \
       --schedule-config $schedule_config ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
-      ${opts:+--train-opts "$opts"} data/train_tr90 data/train_cv10 \
-      "$lang_dir" exp/ali_train exp/ali_train $dir
+      ${opts:+--train-opts "$opts"} $tr_data data/train_cv10 \
+      "$lang_dir" $tr_ali exp/ali_train $dir
   fi
   stage_finish $dir/stage3.json
 fi
