@@ -32,6 +32,7 @@ gmm_decode=          # the GMM system's decode dir to compare with (default: <gr
 use_kaldi_feats=false
 feat_type=mfcc       # mfcc|fbank
 feat_config=         # default: <kaldi-dir>/conf/<feat-type>.conf, else conf/<feat-type>.conf
+                     # (fbank: at the sample frequency of <kaldi-dir>/conf/mfcc.conf)
 nj=2
 model_config=conf/model.conf
 batching_config=conf/batching.conf
@@ -201,6 +202,20 @@ inputs="$inputs use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type feat_confi
 inputs="$inputs num_leaves=$num_leaves lm_arpa=$lm_arpa lm_text=$lm_text lm_order=$lm_order"
 [ "$speed_perturb" == true ] && inputs="$inputs speed_perturb=true"  # (issue 30)
 check_recipe_inputs "$inputs" "$restart" data exp mfcc fbank
+# fbank without a conf/fbank.conf in the Kaldi dir: the recipe's (40 mel bins) at the sample
+# frequency of the Kaldi dir's conf/mfcc.conf (data/fbank.conf, rewritten only when it changes)
+if [ "$feat_type" == fbank ] && [ "$feat_config" == conf/fbank.conf ] &&
+   [ -f "$kaldi_dir/conf/mfcc.conf" ]; then
+  rate=$(sed -n 's/^--sample[-_]frequency=\([0-9.]*\).*/\1/p' "$kaldi_dir/conf/mfcc.conf" | tail -n 1)
+  if [ -n "$rate" ]; then
+    mkdir -p data
+    { grep -v -e '^--sample[-_]frequency' conf/fbank.conf
+      echo "--sample-frequency=$rate  # from $kaldi_dir/conf/mfcc.conf"; } > data/fbank.conf.tmp
+    if cmp -s data/fbank.conf.tmp data/fbank.conf; then rm data/fbank.conf.tmp
+    else mv data/fbank.conf.tmp data/fbank.conf; fi
+    feat_config=data/fbank.conf
+  fi
+fi
 
 # paths given inside --kaldi-dir, or absolute
 in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
