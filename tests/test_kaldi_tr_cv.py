@@ -2,6 +2,7 @@
 (said so) when a speaker split cannot work, words kept covered in training."""
 from __future__ import annotations
 
+import subprocess
 from collections import Counter
 
 import pytest
@@ -77,3 +78,26 @@ def test_word_coverage_is_preferred_but_not_forced(tmp_path, kaldi_digits):
     assert split.counts == (9, 1) and "words only in cv" in split.note
     counts = Counter(s for _, s in split.tr)
     assert counts == Counter({"jackson_0": 9})
+
+
+def test_train_all_if_words_lost_trains_on_every_utterance_only_when_words_are_lost(
+        tmp_path, kaldi_digits, env_with_path, repo_dir):
+    u2s = _utt2spk(kaldi_digits, "data/train")
+    ten = [u for u, s in u2s.items() if s == "jackson_0"]  # one of each digit
+    make_data_dir(kaldi_digits, "data/train", tmp_path, "j", ten)
+    split = plan_tr_cv(str(tmp_path / "j"), train_all_if_words_lost=True)
+    assert split.counts == (10, 1) and {u for u, _ in split.cv} <= {u for u, _ in split.tr}
+    assert "words only in cv" in split.note and "training on all 10 utterances" in split.note
+    # two speakers: the cv words stay covered, so the option changes nothing
+    twenty = [u for u, s in u2s.items() if s in ("jackson_0", "nicolas_0")]
+    make_data_dir(kaldi_digits, "data/train", tmp_path, "d", twenty,
+                  lambda u, s: s.split("_")[0])
+    assert plan_tr_cv(str(tmp_path / "d"), train_all_if_words_lost=True).counts == (18, 2)
+    # the shell step, as the recipe calls it
+    p = subprocess.run([str(repo_dir / "utils/subset_data_dir_tr_cv.sh"), "--train-all-if-words-lost=true",
+                        str(tmp_path / "j"), str(tmp_path / "tr"), str(tmp_path / "cv")],
+                       env=env_with_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "tr/utt2spk").read_text() == (tmp_path / "j/utt2spk").read_text()
+    assert len((tmp_path / "cv/utt2spk").read_text().splitlines()) == 1
+    assert "training on all 10 utterances" in p.stderr

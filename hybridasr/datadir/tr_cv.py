@@ -13,6 +13,12 @@ training (read from ``text`` when the data dir has one). On a tiny corpus this k
 held-out utterances from being a speaker's only examples of a word, so the cv loss measures
 generalisation instead of words the network never saw. Utterances that would take a word away
 are used only when there are not enough others.
+
+When even that is not possible (a corpus so small that every utterance holds a word no other
+has: 10 utterances of 10 digits), a cv loss cannot say anything about generalisation and
+newbob would reject every epoch. With ``train_all_if_words_lost`` the training set is then the
+whole source (the cv set still holds the chosen utterances, for the log only): the recipe
+trains such a set with a fixed schedule (``conf/schedule_all_data.conf``).
 """
 from __future__ import annotations
 
@@ -92,11 +98,17 @@ class TrCvOptions:
     cv_utt_percent: Optional[float] = option(None, "split by utterance instead: percent of the "
                                                    "utterances held out", minimum=0.0)
     seed: int = option(777, "seed of the random choice")
+    train_all_if_words_lost: bool = option(False, "when the held-out utterances must hold "
+                                                  "words found nowhere else, train on every "
+                                                  "utterance (the cv set is then a part of "
+                                                  "the training set)")
 
 
 def plan_tr_cv(src: str, cv_spk_percent: float = TrCvOptions.cv_spk_percent,
                cv_utt_percent: Optional[float] = TrCvOptions.cv_utt_percent,
-               seed: int = TrCvOptions.seed) -> TrCvSplit:
+               seed: int = TrCvOptions.seed,
+               train_all_if_words_lost: bool = TrCvOptions.train_all_if_words_lost
+               ) -> TrCvSplit:
     pairs = [(e.key, e.value) for e in read_utt2spk(src).entries]
     if len(pairs) < 2:
         raise FormatError(f"{src}: {len(pairs)} utterance(s): a training and a cv set need "
@@ -131,15 +143,21 @@ def plan_tr_cv(src: str, cv_spk_percent: float = TrCvOptions.cv_spk_percent,
                                      f"{' ...' if len(lost) > 10 else ''}" if lost else
                                      ("; every cv word also occurs in training" if words
                                       else "")))
+    if lost and train_all_if_words_lost:
+        note += ("; so the cv loss cannot measure generalisation: training on all "
+                 f"{len(pairs)} utterances (the cv set is a part of them)")
+        tr = list(pairs)
     return TrCvSplit(tr, cv, "utterance", note)
 
 
 def split_tr_cv(src: str, tr: str, cv: str,
                 cv_spk_percent: float = TrCvOptions.cv_spk_percent,
                 cv_utt_percent: Optional[float] = TrCvOptions.cv_utt_percent,
-                seed: int = TrCvOptions.seed) -> TrCvSplit:
+                seed: int = TrCvOptions.seed,
+                train_all_if_words_lost: bool = TrCvOptions.train_all_if_words_lost
+                ) -> TrCvSplit:
     """Writes the two data dirs; returns the split (its ``note`` says what was done)."""
-    split = plan_tr_cv(src, cv_spk_percent, cv_utt_percent, seed)
+    split = plan_tr_cv(src, cv_spk_percent, cv_utt_percent, seed, train_all_if_words_lost)
     subset_files(src, tr, split.tr)
     subset_files(src, cv, split.cv)
     return split

@@ -36,7 +36,9 @@ feat_config=         # default: <kaldi-dir>/conf/<feat-type>.conf, else conf/<fe
 nj=2
 model_config=conf/model.conf
 batching_config=conf/batching.conf
-schedule_config=conf/schedule.conf
+schedule_config=     # default: conf/schedule.conf (newbob on the cv loss), or where stage 2 trains
+                     # on every utterance (a corpus too small to hold out a cv set whose words
+                     # training has, e.g. 10 utterances of 10 digits) conf/schedule_all_data.conf
 device=cpu           # cpu|cuda|auto (training and decoding)
 nproc=1              # processes (GPUs) for torchrun; >1 uses torch.distributed
 parallel=            # with --nproc > 1: ddp (default) | average
@@ -121,7 +123,8 @@ Options (default):
   --oov-word WORD              # --ali none, dict dir: the lexicon's OOV entry
   --use-kaldi-feats true|false # reuse the Kaldi dir's feats.scp/cmvn.scp ($use_kaldi_feats)
   --feat-type mfcc|fbank       # ($feat_type)
-  --model-config, --batching-config, --schedule-config  # conf files ($model_config, $batching_config, $schedule_config)
+  --model-config, --batching-config, --schedule-config  # conf files ($model_config, $batching_config,
+                               # ${schedule_config:-conf/schedule.conf or conf/schedule_all_data.conf})
   --device cpu|cuda|auto, --nproc N # training and decoding device, training processes ($device, $nproc)
   --parallel ddp|average       # multi-process scheme with --nproc > 1 (ddp)
   --train-opts, --torchrun-opts, --decode-opts  # passed through
@@ -243,6 +246,17 @@ best_wer_of() {  # the best %WER of a decode dir's wer_* (or "-")
   echo "${w:--}%"
 }
 start_time=$(date +%s)
+# --schedule-config's default, once stage 2 has split the data: a fixed schedule where every
+# utterance is trained on (the split found no cv set whose words training has), else newbob
+resolve_schedule_config() {
+  [ -n "$schedule_config" ] && return
+  schedule_config=conf/schedule.conf
+  if [ -f data/train_tr90/utt2spk ] && cmp -s data/train/utt2spk data/train_tr90/utt2spk; then
+    schedule_config=conf/schedule_all_data.conf
+    echo "$0: data/train_tr90 is all of data/train (no cv set whose words training has):" \
+      "training with the fixed schedule $schedule_config"
+  fi
+}
 
 # decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
 # <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
@@ -419,8 +433,10 @@ if run_stage 2 && [ $gmm == false ]; then
   if [ -s data/train_tr90/feats.scp ] && [ -s data/train_cv10/feats.scp ]; then
     echo "data/train_tr90 and data/train_cv10 exist: skipping"
   else
-    utils/subset_data_dir_tr_cv.sh data/train data/train_tr90 data/train_cv10
+    utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost=true data/train data/train_tr90 \
+      data/train_cv10
   fi
+  resolve_schedule_config
   flat_opts="$train_opts${flat_train_opts:+${train_opts:+ }$flat_train_opts}"
   steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
     --num-rounds $flat_rounds --first-objective $flat_objective \
@@ -467,7 +483,8 @@ if run_stage 2 && [ $gmm == true ]; then
   if [ -s data/train_tr90/feats.scp ] && [ -s data/train_cv10/feats.scp ]; then
     echo "data/train_tr90 and data/train_cv10 exist: skipping"
   else
-    utils/subset_data_dir_tr_cv.sh data/train data/train_tr90 data/train_cv10
+    utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost=true data/train data/train_tr90 \
+      data/train_cv10
   fi
   stage_finish data/stage2.json
 fi
@@ -495,6 +512,7 @@ if run_stage 2 && [ "$speed_perturb" == true ]; then
   fi
 fi
 
+resolve_schedule_config
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
   train_restart=false
