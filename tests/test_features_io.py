@@ -152,16 +152,18 @@ def test_segments_cut_like_extract_segments(recdir):
 def test_bad_inputs_are_skipped_with_warnings_then_fail_over_threshold(recdir, caplog):
     _write("wav.scp", ["a wav/3.wav", "b wav/missing.wav", "c wav/empty.wav",
                        "d wav/zero_len.wav", "e false |", "f wav/5.wav",
-                       "g head -c 10 wav/3.wav |"])
+                       "g head -c 10 wav/3.wav |",
+                       "h head -c 30 wav/3.wav |",   # cut inside the fmt chunk
+                       "i head -c 40 wav/3.wav |"])  # cut before the data chunk
     with caplog.at_level(logging.WARNING):
         rep = compute_feature_table("wav.scp", "ark,scp:o.ark,o.scp", OPTS,
                                     max_skipped_fraction=0.8)
-    assert rep.num_done == 2 and sorted(rep.skipped) == ["b", "c", "d", "e", "g"]
-    for key in ("b", "c", "d", "e", "g"):
+    assert rep.num_done == 2 and sorted(rep.skipped) == ["b", "c", "d", "e", "g", "h", "i"]
+    for key in ("b", "c", "d", "e", "g", "h", "i"):
         assert f"skipping utterance {key}:" in caplog.text
     assert "missing.wav" in caplog.text
     assert [line.split()[0] for line in open("o.scp")] == ["a", "f"]
-    with pytest.raises(HybridAsrError, match="5 of 7 utterances"):
+    with pytest.raises(HybridAsrError, match="7 of 9 utterances"):
         compute_feature_table("wav.scp", "ark,scp:p.ark,p.scp", OPTS)  # default 5 %
     assert not os.path.exists("p.ark") and not os.path.exists("p.scp")
     assert not [f for f in os.listdir(".") if f.endswith(".tmp")]  # no temporary leftovers
