@@ -56,21 +56,26 @@ def utt2dur_entries(data: str, frame_shift: float = Utt2durOptions.frame_shift,
             out.append((e.key, float(end) - float(start)))
         return out
     if has(data, "wav.scp"):
-        wav = read_table(data_file(data, "wav.scp"))
-        out = []
-        for e in wav.entries:
-            try:
-                out.append((e.key, _wav_duration(e.value)))
-            except OSError as err:
-                raise FormatError(f"{wav.where(e)}: cannot read the audio of {e.key!r}: "
-                                  f"{err}") from None
-        return out
+        return _wav_scp_durations(data)
     if has(data, "feats.scp"):
         warn(f"no wav.scp or segments in {data}: durations from feats.scp with frame shift "
              f"{frame_shift}")
         return [(u, n * frame_shift)
                 for u, n in read_scp_lengths(data_file(data, "feats.scp")).items()]
     raise FormatError(f"{data}: needs segments, wav.scp or feats.scp to get durations")
+
+
+def _wav_scp_durations(data: str) -> List[Tuple[str, float]]:
+    """(recording, seconds) of each ``wav.scp`` entry: headers of plain files, pipes read."""
+    wav = read_table(data_file(data, "wav.scp"))
+    out = []
+    for e in wav.entries:
+        try:
+            out.append((e.key, _wav_duration(e.value)))
+        except OSError as err:
+            raise FormatError(f"{wav.where(e)}: cannot read the audio of {e.key!r}: "
+                              f"{err}") from None
+    return out
 
 
 def write_utt2dur(data: str, frame_shift: float = Utt2durOptions.frame_shift,
@@ -90,13 +95,6 @@ def write_reco2dur(data: str) -> int:
         entries = [(e.key, e.value) for e in read_table(data_file(data, "utt2dur")).entries]
         write_lines(data_file(data, "reco2dur"), (f"{r} {d}" for r, d in entries))
         return len(entries)
-    wav = read_table(data_file(data, "wav.scp"))
-    out = []
-    for e in wav.entries:
-        try:
-            out.append((e.key, _wav_duration(e.value)))
-        except OSError as err:
-            raise FormatError(f"{wav.where(e)}: cannot read the audio of {e.key!r}: "
-                              f"{err}") from None
+    out = _wav_scp_durations(data)
     write_lines(data_file(data, "reco2dur"), (f"{r} {d:g}" for r, d in out))
     return len(out)
