@@ -37,7 +37,9 @@ DONE, NEW, PARTIAL, CHANGED = "done", "new", "partial", "changed"
 
 def describe_inputs(paths: Sequence[str]) -> Dict[str, dict]:
     """``{path: {"size", "mtime"}}`` of each file (links followed); a directory gives each
-    file under it; a missing path ``{"missing": true}``."""
+    file under it; a missing path ``{"missing": true}``. A file is named by where it really
+    is (relative to the working dir when inside it): the same file through a linked exp dir
+    (``exp/blstm_scr -> blstm``) is the same input."""
     out: Dict[str, dict] = {}
     for path in paths:
         if os.path.isdir(path):
@@ -45,10 +47,15 @@ def describe_inputs(paths: Sequence[str]) -> Dict[str, dict]:
                 dirs.sort()
                 for name in sorted(files):
                     f = os.path.join(root, name)
-                    out[f] = _stat(f)
+                    out[_name(f)] = _stat(f)
         else:
-            out[path] = _stat(path)
+            out[_name(path)] = _stat(path)
     return out
+
+
+def _name(path: str) -> str:
+    real, here = os.path.realpath(path), os.path.realpath(os.getcwd())
+    return os.path.relpath(real, here) if real.startswith(here + os.sep) else real
 
 
 def _stat(path: str) -> dict:

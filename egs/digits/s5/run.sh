@@ -258,17 +258,25 @@ resolve_schedule_config() {
   fi
 }
 
-# decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
-# <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
-# unless already scored
-decode_and_score() {
-  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj
+# each of --decode-sets has features (checked before anything is decoded or recorded)
+check_decode_sets() {
+  local x
   for x in $decode_sets; do
     if [ ! -s data/$x/feats.scp ]; then
       echo "$0: --decode-sets names data/$x, which has no feats.scp (the recipe makes data/test," \
         "and in stage 2 data/train_tr90 and data/train_cv10)" >&2
       exit 1
     fi
+  done
+}
+
+# decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
+# <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
+# unless already scored
+decode_and_score() {
+  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj
+  check_decode_sets
+  for x in $decode_sets; do
     newest_wer=$(ls -t $d/decode_$x/wer_* 2>/dev/null | head -n 1 || true)
     if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $d/final.nnet ]; then
       echo "$d/decode_$x is already scored: skipping"
@@ -573,6 +581,7 @@ fi
 
 if run_stage 4; then
   banner 4 "decode $(printf 'data/%s ' $decode_sets)with $graph_dir and score"
+  check_decode_sets  # (a bad --decode-sets leaves the stage's record as it was)
   stage_begin $dir/stage4.json "decode_sets=$decode_sets" "decode_opts=$decode_opts" \
     realign_iters=$realign_iters seq_epochs=$seq_epochs ctc=$ctc $dir/final.nnet \
     $([ $gmm == true ] && echo "$graph_dir") $(printf "data/%s/feats.scp " $decode_sets)
