@@ -2,6 +2,7 @@
 """Trains a hybrid acoustic model (BLSTM, LSTM or MLP over pdf-ids) with frame cross-entropy
 and newbob-style learning-rate control; resumes where a previous run stopped."""
 import os
+import sys
 
 from hybridasr.cli import add_bool, add_options, make_parser, run_main
 
@@ -86,5 +87,21 @@ def _train(parser, args, dcfg, mcfg, tcfg, schedule, restart):
     return 0
 
 
+def main_as_process(argv=None):
+    """``main``; a finished torchrun worker then leaves without the interpreter's teardown,
+    in which a joinable gloo thread could abort it after its training was done ("terminate
+    called without an active exception": seen under load, with the process group already
+    destroyed)."""
+    rc = main(argv)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        import logging
+
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc or 0)
+    return rc
+
+
 if __name__ == "__main__":
-    run_main(main)
+    run_main(main_as_process)

@@ -11,6 +11,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO))
+# pytest-xdist runs two workers (pyproject addopts), one per core: their processes (the
+# recipes' trainings and decodings) take one thread each instead of competing with two
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def _need(path: Path) -> Path:

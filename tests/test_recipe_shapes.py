@@ -4,8 +4,8 @@
   ``ali.1..4.gz`` (text) with ``num_jobs`` 4 and more utterances than the data dir has, the
   GMM's ``final.mdl`` a symlink to ``40.mdl``: every stage with the recipe's defaults, and the
   hybrid WER no worse than the Kaldi dir's GMM;
-- one speaker, 44.1 kHz stereo audio, binary alignments, ``--nj 2`` (features split by
-  utterance, decoding capped at the one speaker);
+- (one speaker, 44.1 kHz stereo audio: tests/test_recipe_shapes_44k.py);
+- one speaker, 10 utterances (one of each digit), on three seeds;
 - kaldi_polish cut to one speaker's utterances including two over 20 s (16 kHz, binary tri1
   alignments with a 1,192-pdf tree, ``final.mdl`` a symlink to ``35.mdl``, a lang dir called
   ``lang_bigram``).
@@ -69,23 +69,6 @@ def test_two_speakers_twenty_utterances(tmp_path_factory, repo_dir, kaldi_digits
     hybrid = best_wer(s5 / "exp/blstm/decode_test")
     gmm = best_wer(kaldi / "exp/mono/decode")  # on kaldi_digits' test, a superset of ours
     assert hybrid[2] == 20 and hybrid[0] <= gmm[0], (hybrid, gmm)
-
-
-def test_one_speaker_44k_stereo(tmp_path_factory, repo_dir, kaldi_digits, env):
-    root = tmp_path_factory.mktemp("one_speaker")
-    kaldi = digits_dir(kaldi_digits, root / "kaldi", ["theo_0", "theo_2"], ["theo_1"],
-                       person_speakers=True, rate=44100, stereo=True, ali_jobs=1,
-                       ali_binary=True)
-    s5 = make_recipe_copy(repo_dir, root / "s5")
-    out = run(s5, env, "--kaldi-dir", kaldi, "--nj", 2)
-    # features: split by utterance into 2 jobs although there is one speaker
-    assert (s5 / "data/train/split2utt/2/wav.scp").exists()
-    assert "using channel 0" in (s5 / "exp/make_mfcc/train/make_mfcc_train.1.log").read_text()
-    assert "data/test has 1 speaker(s): decoding with --nj 1" in out
-    assert (s5 / "exp/blstm/decode_test/num_jobs").read_text().strip() == "1"
-    report = json.loads((s5 / "exp/ali_train/import_report.json").read_text())
-    assert report["utterances_imported"] == 20  # 44.1 kHz frames match the 8 kHz alignments
-    assert best_wer(s5 / "exp/blstm/decode_test")[2] == 10
 
 
 def test_one_speaker_ten_utterances_on_three_seeds(tmp_path_factory, repo_dir, kaldi_digits,

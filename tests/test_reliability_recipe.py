@@ -17,6 +17,7 @@ CASES = [
     (["--nj", "two"], "--nj must be a whole number"),
     (["--feat-type", "plp"], "--feat-type is mfcc or fbank, not 'plp'"),
     (["--seq-epochs", "x"], "--seq-epochs is a number of epochs or auto"),
+    (["--speed-perturb", "yes"], 'expected "true" or "false": --speed-perturb yes'),
 ]
 
 
