@@ -79,7 +79,8 @@ def _parse_pcm16_wav(raw: bytes) -> Optional[Tuple[np.ndarray, int]]:
             if size < 16 or body + 16 > len(raw):  # a header cut short: soundfile says why
                 return None
             tag, nch, rate, _, _, bits = struct.unpack_from("<HHIIHH", raw, body)
-            if tag == 0xFFFE and size >= 26 and body + 26 <= len(raw):  # WAVE_FORMAT_EXTENSIBLE: the subformat's tag
+            # WAVE_FORMAT_EXTENSIBLE: the subformat's tag
+            if tag == 0xFFFE and size >= 26 and body + 26 <= len(raw):
                 tag = struct.unpack_from("<H", raw, body + 24)[0]
             fmt = (tag, nch, rate, bits)
         elif cid == b"data":

@@ -380,9 +380,8 @@ def train(inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
         with stop_on_lost_peer(info):  # a dead rank: a clear error on the others
             trainer = Trainer(inputs, dcfg, mcfg, tcfg, schedule, info, restart=restart)
             state = trainer.run()
-            # every rank done before any tears its process group down: a rank that exits
-            # while another still talks to the store could abort it at exit ("terminate
-            # called without an active exception", seen under load)
+            # every rank done before any tears its process group down (the worker then
+            # leaves without the interpreter's teardown: pybin/train.py main_as_process)
             barrier(info)
     finally:
         shutdown(info)

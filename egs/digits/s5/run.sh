@@ -528,7 +528,7 @@ if run_stage 3; then
   stage_begin $dir/stage3.json --note=schedule_config=$schedule_config \
     "--note=train_opts=$train_opts" "$model_config" "$batching_config" "$lang_dir/phones.txt" \
     data/train_tr90/feats.scp data/train_cv10/feats.scp exp/ali_train \
-    $([ "${speed_perturb:-false}" == true ] && echo data/train_sp_tr90/feats.scp exp/ali_train_sp)
+    $([ "$speed_perturb" == true ] && echo data/train_sp_tr90/feats.scp exp/ali_train_sp)
   if [ $stage_status == changed ] && [ -e $dir/train_state.json ]; then
     echo "$dir was trained from other inputs (above): training again from scratch"
     rm -f $dir/final.nnet; train_restart=true
