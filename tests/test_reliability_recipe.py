@@ -15,9 +15,9 @@ CASES = [
     (["--stage", "4", "--stop-stage", "2"], "--stage 4 is after --stop-stage 2"),
     (["--nj", "0"], "--nj is a number of jobs, at least 1"),
     (["--nj", "two"], "--nj must be a whole number"),
-    (["--feat-type", "plp"], "--feat-type is mfcc or fbank, not 'plp'"),
+    (["--feat-type", "plp"], "--feat-type is mfcc, fbank or auto, not 'plp'"),
+    (["--speed-perturb", "yes"], "--speed-perturb is true, false or auto, not 'yes'"),
     (["--seq-epochs", "x"], "--seq-epochs is a number of epochs or auto"),
-    (["--speed-perturb", "yes"], 'expected "true" or "false": --speed-perturb yes'),
 ]
 
 

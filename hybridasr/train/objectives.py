@@ -37,10 +37,19 @@ class ObjectiveOptions(FullSumOptions, SequenceOptions):
                                   "output frame, --subsample speeds it up; "
                                   "steps/nnet/train_ctc.sh",
                             choices=OBJECTIVES)
+    label_smoothing: float = option(0.0, "--objective=ce: the training loss puts this much "
+                                         "of each frame's target evenly on all pdfs (0: none); "
+                                         "the reported and cv losses stay plain "
+                                         "cross-entropy", minimum=0.0)
 
 
 def check_objective(opts: ObjectiveOptions, strategy, chunked: bool) -> None:
     """ConfigError at start when the objective cannot be trained with these batches."""
+    if not opts.label_smoothing < 1:
+        raise ConfigError(f"--label-smoothing={opts.label_smoothing}: below 1 (0.1 is usual)")
+    if opts.label_smoothing > 0 and opts.objective != "ce":
+        raise ConfigError(f"--label-smoothing is for --objective=ce, not "
+                          f"--objective={opts.objective}")
     if opts.objective == "ce":
         return
     if opts.objective == "fullsum":
@@ -60,9 +69,13 @@ def check_objective(opts: ObjectiveOptions, strategy, chunked: bool) -> None:
 
 def make_objective(opts: ObjectiveOptions, train_set, cv_set, data_tr: str, data_cv: str,
                    num_pdfs: int):
-    """None for cross-entropy, else the objective callable of ``hybridasr.train.loop``
+    """None for cross-entropy (without label smoothing), else the objective callable of ``hybridasr.train.loop``
     over the utterances of the training and cross-validation ``UtteranceDataset``s."""
     if opts.objective == "ce":
+        if opts.label_smoothing > 0:
+            from hybridasr.train.label_smoothing import SmoothedCrossEntropy
+
+            return SmoothedCrossEntropy(opts.label_smoothing)
         return None
     if opts.objective == "ctc":
         raise ConfigError("--objective=ctc: its data and objective come from "

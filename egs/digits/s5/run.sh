@@ -30,13 +30,15 @@ ali=exp/mono_ali      # none: no GMM, flat start (stage 2)
 graph=exp/mono/graph # with --ali none: made here (exp/<name>/graph, exp/flat/graph)
 gmm_decode=          # the GMM system's decode dir to compare with (default: <graph>/../decode)
 use_kaldi_feats=false
-feat_type=mfcc       # mfcc|fbank
+feat_type=auto       # mfcc|fbank|auto (auto: after stage 0, from data/train's size:
+                     # data/defaults.json, hybridasr/recipe/data_defaults.py)
 feat_config=         # default: <kaldi-dir>/conf/<feat-type>.conf, else conf/<feat-type>.conf
                      # (fbank: at the sample frequency of <kaldi-dir>/conf/mfcc.conf)
 nj=2
-model_config=conf/model.conf
+model_config=auto    # auto: by data/train's hours (data/defaults.json): conf/model/blstm_small.conf
+                     # (2x128) below 5 h, blstm_medium.conf (3x256) below 50 h, else blstm.conf
 batching_config=conf/batching.conf
-schedule_config=     # default: conf/schedule.conf (newbob on the cv loss), or where stage 2 trains
+schedule_config=auto # auto: conf/schedule.conf (newbob on the cv loss), or where stage 2 trains
                      # on every utterance (a corpus too small to hold out a cv set whose words
                      # training has, e.g. 10 utterances of 10 digits) conf/schedule_all_data.conf
 device=cpu           # cpu|cuda|auto (training and decoding)
@@ -94,7 +96,8 @@ ctc_decode_opts="--lattice-beam 5"  # more steps/nnet/decode.sh options of the T
 ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's scoring
 ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
 # speed perturbation (issue 30): utils/data/perturb_data_dir_speed_3way.sh, steps/perturb_ali.sh
-speed_perturb=false  # true: stage 1 makes data/train_sp (speeds 0.9, 1.0, 1.1) with features,
+speed_perturb=auto   # auto: true where a cv set can be held out (data/defaults.json)
+                     # true: stage 1 makes data/train_sp (speeds 0.9, 1.0, 1.1) with features,
                      # stage 2 its targets (exp/ali_train_sp: the GMM alignment resampled to
                      # each copy's frames) and data/train_sp_tr90 (the 3 copies of every
                      # data/train_tr90 utterance; data/train_cv10 stays unperturbed), stage 3
@@ -122,9 +125,10 @@ Options (default):
   --lm-arpa FILE, --lm-text FILE, --lm-order N  # --ali none, lang without G.fst: the LM
   --oov-word WORD              # --ali none, dict dir: the lexicon's OOV entry
   --use-kaldi-feats true|false # reuse the Kaldi dir's feats.scp/cmvn.scp ($use_kaldi_feats)
-  --feat-type mfcc|fbank       # ($feat_type)
+  --feat-type mfcc|fbank|auto  # ($feat_type: fbank from 0.5 h of training audio, else mfcc)
   --model-config, --batching-config, --schedule-config  # conf files ($model_config, $batching_config,
-                               # ${schedule_config:-conf/schedule.conf or conf/schedule_all_data.conf})
+                               # $schedule_config; auto: chosen from data/train's size after stage 0,
+                               # written with the reasons to data/defaults.json)
   --device cpu|cuda|auto, --nproc N # training and decoding device, training processes ($device, $nproc)
   --parallel ddp|average       # multi-process scheme with --nproc > 1 (ddp)
   --train-opts, --torchrun-opts, --decode-opts  # passed through
@@ -144,8 +148,9 @@ Options (default):
                                # with other inputs than the one that made them is refused)
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
                                # (\"$decode_sets\"; \"test train_cv10\" adds the held-out cv split)
-  --speed-perturb true|false   # stage 3 trains on data/train_sp_tr90: data/train_tr90 at speeds 0.9, 1.0, 1.1
-                               # (cv unperturbed, no copy of a cv utterance in training) ($speed_perturb)
+  --speed-perturb true|false|auto # stage 3 trains on data/train_sp_tr90: data/train_tr90 at speeds 0.9, 1.0, 1.1
+                               # (cv unperturbed, no copy of a cv utterance in training)
+                               # ($speed_perturb: true where a cv set can be held out)
   --ctc true|false             # also a CTC network over sentencepiece units, exp/<name>_ctc ($ctc)
   --ctc-units-config, --ctc-model-config, --ctc-train-config  # its confs (conf/ctc/*.conf)
   --ctc-acwt S, --ctc-decode-opts \"...\", --ctc-scoring-opts \"...\", --ctc-beam-size N  # its decoding
@@ -169,8 +174,12 @@ fi
 # the numeric options, checked before any stage runs
 check_stage_options 5
 case "$feat_type" in
-  mfcc|fbank) ;;
-  *) echo "$0: --feat-type is mfcc or fbank, not '$feat_type' (there is no steps/make_$feat_type.sh)" >&2; exit 1 ;;
+  mfcc|fbank|auto) ;;
+  *) echo "$0: --feat-type is mfcc, fbank or auto, not '$feat_type' (there is no steps/make_$feat_type.sh)" >&2; exit 1 ;;
+esac
+case "$speed_perturb" in
+  true|false|auto) ;;
+  *) echo "$0: --speed-perturb is true, false or auto, not '$speed_perturb'" >&2; exit 1 ;;
 esac
 case "$seq_criterion" in
   smbr|mmi) ;;
@@ -191,34 +200,42 @@ if [ ! -d "$kaldi_dir" ]; then
 fi
 kaldi_dir=$(cd "$kaldi_dir" && pwd -P)
 [ -z "$gmm_decode" ] && gmm_decode=$(dirname "$graph")/decode
-if [ -z "$feat_config" ]; then
-  feat_config=conf/$feat_type.conf
-  [ -f "$kaldi_dir/conf/$feat_type.conf" ] && feat_config=$kaldi_dir/conf/$feat_type.conf
-fi
 dir=exp/$exp_name
 
+# the features' conf: --feat-config, else <kaldi-dir>/conf/<feat-type>.conf, else the recipe's
+resolve_feat_config() {
+  [ -n "$feat_config" ] && return
+  feat_config=conf/$feat_type.conf
+  [ -f "$kaldi_dir/conf/$feat_type.conf" ] && feat_config=$kaldi_dir/conf/$feat_type.conf
+  return 0
+}
+# fbank without a conf/fbank.conf in the Kaldi dir: the recipe's (40 mel bins) at the sample
+# frequency of the Kaldi dir's conf/mfcc.conf (data/fbank.conf, rewritten only when it changes)
+localize_fbank_config() {
+  if [ "$feat_type" == fbank ] && [ "$feat_config" == conf/fbank.conf ] &&
+     [ -f "$kaldi_dir/conf/mfcc.conf" ]; then
+    local rate
+    rate=$(sed -n 's/^--sample[-_]frequency=\([0-9.]*\).*/\1/p' "$kaldi_dir/conf/mfcc.conf" | tail -n 1)
+    if [ -n "$rate" ]; then
+      mkdir -p data
+      { grep -v -e '^--sample[-_]frequency' conf/fbank.conf
+        echo "--sample-frequency=$rate  # from $kaldi_dir/conf/mfcc.conf"; } > data/fbank.conf.tmp
+      if cmp -s data/fbank.conf.tmp data/fbank.conf; then rm data/fbank.conf.tmp
+      else mv data/fbank.conf.tmp data/fbank.conf; fi
+      feat_config=data/fbank.conf
+    fi
+  fi
+}
 # What data/ and exp/ were made from: a later run with another Kaldi dir, alignment or features
 # would mix its stages with the old outputs (each stage skips what exists), so it is refused,
 # naming --restart; --restart true removes data/ exp/ mfcc/ fbank/ and starts over.
 inputs="kaldi_dir=$kaldi_dir train=$train test=$test lang=$lang ali=$ali graph=$graph"
+[ "$feat_type" != auto ] && resolve_feat_config
 inputs="$inputs use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type feat_config=$feat_config"
 inputs="$inputs num_leaves=$num_leaves lm_arpa=$lm_arpa lm_text=$lm_text lm_order=$lm_order"
-[ "$speed_perturb" == true ] && inputs="$inputs speed_perturb=true"  # (issue 30)
+[ "$speed_perturb" != false ] && inputs="$inputs speed_perturb=$speed_perturb"  # (issue 30)
 check_recipe_inputs "$inputs" "$restart" data exp mfcc fbank
-# fbank without a conf/fbank.conf in the Kaldi dir: the recipe's (40 mel bins) at the sample
-# frequency of the Kaldi dir's conf/mfcc.conf (data/fbank.conf, rewritten only when it changes)
-if [ "$feat_type" == fbank ] && [ "$feat_config" == conf/fbank.conf ] &&
-   [ -f "$kaldi_dir/conf/mfcc.conf" ]; then
-  rate=$(sed -n 's/^--sample[-_]frequency=\([0-9.]*\).*/\1/p' "$kaldi_dir/conf/mfcc.conf" | tail -n 1)
-  if [ -n "$rate" ]; then
-    mkdir -p data
-    { grep -v -e '^--sample[-_]frequency' conf/fbank.conf
-      echo "--sample-frequency=$rate  # from $kaldi_dir/conf/mfcc.conf"; } > data/fbank.conf.tmp
-    if cmp -s data/fbank.conf.tmp data/fbank.conf; then rm data/fbank.conf.tmp
-    else mv data/fbank.conf.tmp data/fbank.conf; fi
-    feat_config=data/fbank.conf
-  fi
-fi
+[ "$feat_type" != auto ] && localize_fbank_config
 
 # paths given inside --kaldi-dir, or absolute
 in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
@@ -246,16 +263,34 @@ best_wer_of() {  # the best %WER of a decode dir's wer_* (or "-")
   echo "${w:--}%"
 }
 start_time=$(date +%s)
-# --schedule-config's default, once stage 2 has split the data: a fixed schedule where every
-# utterance is trained on (the split found no cv set whose words training has), else newbob
-resolve_schedule_config() {
-  [ -n "$schedule_config" ] && return
-  schedule_config=conf/schedule.conf
-  if [ -f data/train_tr90/utt2spk ] && cmp -s data/train/utt2spk data/train_tr90/utt2spk; then
-    schedule_config=conf/schedule_all_data.conf
-    echo "$0: data/train_tr90 is all of data/train (no cv set whose words training has):" \
-      "training with the fixed schedule $schedule_config"
+# --feat-type, --speed-perturb, --model-config and --schedule-config given as auto: chosen from
+# data/train's size once stage 0 has made it (hybridasr/recipe/data_defaults.py; the choices
+# and their reasons in data/defaults.json, copied beside each trained model)
+resolve_data_defaults() {
+  local auto=false x
+  for x in "$feat_type" "$speed_perturb" "$model_config" "$schedule_config"; do
+    case "$x" in auto|'') auto=true ;; esac
+  done
+  [ $auto == true ] || return 0
+  if [ ! -s data/train/utt2spk ]; then
+    echo "$0: --feat-type, --speed-perturb, --model-config and --schedule-config auto are" \
+      "chosen from data/train, which stage 0 makes: run it first (--stage 0)" >&2
+    exit 1
   fi
+  choose_defaults.py --use-kaldi-feats=$use_kaldi_feats data/train data/defaults.json
+  local chosen x1 x2 x3 x4
+  chosen=$(json_get.py data/defaults.json chosen.feat_type.value chosen.speed_perturb.value \
+    chosen.model_config.value chosen.schedule_config.value 2>/dev/null)
+  read -r -d '' x1 x2 x3 x4 <<< "$chosen" || true
+  if [ "$feat_type" == auto ]; then
+    feat_type=$x1
+    resolve_feat_config
+    localize_fbank_config
+  fi
+  [ "$speed_perturb" == auto ] && speed_perturb=$x2
+  case "$model_config" in auto|'') model_config=$x3 ;; esac
+  case "$schedule_config" in auto|'') schedule_config=$x4 ;; esac
+  return 0
 }
 
 # each of --decode-sets has features (checked before anything is decoded or recorded)
@@ -362,6 +397,7 @@ if run_stage 0; then
   fi
   stage_finish data/stage0.json
 fi
+resolve_data_defaults
 
 if run_stage 1; then
   banner 1 "features ($([ $use_kaldi_feats == true ] && echo "the Kaldi dir's" || echo "$feat_type, $feat_config")) and CMVN stats"
@@ -444,7 +480,6 @@ if run_stage 2 && [ $gmm == false ]; then
     utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost=true data/train data/train_tr90 \
       data/train_cv10
   fi
-  resolve_schedule_config
   flat_opts="$train_opts${flat_train_opts:+${train_opts:+ }$flat_train_opts}"
   steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
     --num-rounds $flat_rounds --first-objective $flat_objective \
@@ -520,7 +555,6 @@ if run_stage 2 && [ "$speed_perturb" == true ]; then
   fi
 fi
 
-resolve_schedule_config
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
   train_restart=false
@@ -553,6 +587,8 @@ if run_stage 3; then
       ${opts:+--train-opts "$opts"} $tr_data data/train_cv10 \
       "$lang_dir" $tr_ali exp/ali_train $dir
   fi
+  # the data-size choices and their reasons, beside the values training saved (train.conf)
+  [ -f data/defaults.json ] && cp data/defaults.json $dir/data_defaults.json
   stage_finish $dir/stage3.json
 fi
 

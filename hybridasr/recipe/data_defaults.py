@@ -1,0 +1,157 @@
+"""The recipe's defaults chosen from the training data's size (issue 30).
+
+``./run.sh`` leaves four choices to this rule unless they are given: ``--feat-type``,
+``--speed-perturb``, ``--model-config`` (network size and dropout) and ``--schedule-config``
+(learning rate and epochs). The rule reads ``data/train`` after stage 0 (hours of audio,
+utterances, speakers, and whether a cv set can be held out whose words training still has:
+the split of ``utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost``, planned here without
+writing it) and picks, with the reason for each pick:
+
+========================  ======================================  ==========================
+choice                    rule                                    measured on
+========================  ======================================  ==========================
+feat_type                 fbank from ``FBANK_MIN_HOURS`` of       kaldi_polish (0.88 h):
+                          audio, else mfcc                        fbank -2.1% of test+cv
+                                                                  errors; 20 digit utterances:
+                                                                  fbank rejects every epoch
+speed_perturb             true where a cv set exists, false       polish -3.3%; 2 speakers / 20
+                          where every utterance is trained on     utts: 1.67% vs 3.33%; 1 speaker
+                                                                  / 10 utts (no cv): 17.8% vs 4.4%
+model_config              ``MODEL_TIERS``: 2x128 BLSTM below      polish: 2x256 -1.9% (interval
+                          5 h, 3x256 below 50 h, 3x512 above      spans 0) at 2.4x the time;
+                                                                  above 5 h: Kaldi nnet1 / RETURNN
+                                                                  convention, not measured here
+schedule_config           newbob on the cv loss where a cv set    1 speaker / 10 utts: newbob
+                          exists, else 4 fixed epochs             rejects every epoch; fixed:
+                          (``conf/schedule_all_data.conf``)       4.4% over 3 seeds
+========================  ======================================  ==========================
+
+The figures are in ``docs/accuracy.md`` (``python -m experiments.accuracy``). Each choice is
+written with its reason to ``data/defaults.json`` and printed; training saves the values it ran
+with (``exp/<name>/train.conf``), and the recipe copies ``defaults.json`` beside them.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Tuple
+
+from hybridasr.datadir.files import data_file, has, read_table, read_utt2spk
+from hybridasr.datadir.tr_cv import TrCvOptions, plan_tr_cv
+from hybridasr.features.utt2dur import utt2dur_entries
+from hybridasr.utils.atomic import atomic_open
+
+# fbank from this much training audio (kaldi_polish, 0.88 h, gains; 20 digit utterances fail)
+FBANK_MIN_HOURS = 0.5
+# (hours of training audio below which the model conf applies, the conf), smallest first
+MODEL_TIERS: Tuple[Tuple[float, str], ...] = (
+    (5.0, "conf/model/blstm_small.conf"),     # 2 x 128 cells a direction
+    (50.0, "conf/model/blstm_medium.conf"),   # 3 x 256
+    (float("inf"), "conf/model/blstm.conf"),  # 3 x 512
+)
+SCHEDULE_WITH_CV = "conf/schedule.conf"          # newbob on the cv loss
+SCHEDULE_ALL_DATA = "conf/schedule_all_data.conf"  # a fixed schedule, every utterance trained
+CHOICES = ("feat_type", "speed_perturb", "model_config", "schedule_config")
+
+
+@dataclass
+class DataSize:
+    utterances: int
+    speakers: int
+    hours: float
+    cv_set: bool   # a cv set exists whose words training still has
+    split: str     # what the tr/cv split will do (its note)
+
+
+def measure(data: str, seed: int = TrCvOptions.seed) -> DataSize:
+    """The size of the training data dir ``data`` (durations as ``utils/data/get_utt2dur.sh``
+    finds them) and the tr/cv split stage 2 will make of it."""
+    pairs = read_utt2spk(data).entries
+    if has(data, "utt2dur"):  # (the Kaldi dir's, as get_utt2dur.sh leaves it: no audio read)
+        seconds = sum(float(e.value) for e in read_table(data_file(data, "utt2dur")).entries)
+    else:
+        seconds = sum(d for _, d in utt2dur_entries(data))
+    split = plan_tr_cv(data, seed=seed, train_all_if_words_lost=True)
+    return DataSize(utterances=len(pairs), speakers=len({e.value for e in pairs}),
+                    hours=round(seconds / 3600.0, 4),
+                    cv_set=len(split.tr) < len(pairs), split=split.note)
+
+
+def choose(size: DataSize, kaldi_feats: bool = False) -> Dict[str, Dict[str, str]]:
+    """{choice: {"value": ..., "why": ...}} for each of ``CHOICES``; ``kaldi_feats``: the
+    features are the Kaldi dir's own (``--use-kaldi-feats true``), not made from the audio."""
+    h = f"{size.hours:.3g} h of training audio"
+    out: Dict[str, Dict[str, str]] = {}
+    fbank = size.hours >= FBANK_MIN_HOURS
+    out["feat_type"] = {
+        "value": "fbank" if fbank else "mfcc",
+        "why": f"{h}, {'at least' if fbank else 'below'} {FBANK_MIN_HOURS:g} h: "
+               + ("40 log mel filterbanks (kaldi_polish: -2.1% of the errors)" if fbank else
+                  "MFCCs (fbank rejected every epoch on 20 digit utterances)")}
+    if kaldi_feats:
+        out["feat_type"]["why"] = "unused: the features are the Kaldi dir's (--use-kaldi-feats)"
+    if size.cv_set and kaldi_feats:
+        out["speed_perturb"] = {"value": "false", "why": "the features are the Kaldi dir's "
+                                "(--use-kaldi-feats true): none are made of perturbed audio"}
+        out["schedule_config"] = {"value": SCHEDULE_WITH_CV,
+                                  "why": "a cv set exists: newbob on its loss"}
+    elif size.cv_set:
+        out["speed_perturb"] = {"value": "true", "why": "a cv set exists: training on the "
+                                "speeds 0.9, 1.0 and 1.1 (kaldi_polish: -3.3% of the errors)"}
+        out["schedule_config"] = {"value": SCHEDULE_WITH_CV,
+                                  "why": "a cv set exists: newbob on its loss"}
+    else:
+        why = ("no cv set whose words training has (every utterance is trained on): ")
+        out["speed_perturb"] = {"value": "false", "why": why + "speed copies made 1 speaker / "
+                                "10 utterances worse (17.8% against 4.4%)"}
+        out["schedule_config"] = {"value": SCHEDULE_ALL_DATA,
+                                  "why": why + "a fixed schedule, no cv loss to steer by"}
+    bound, conf = next((b, c) for b, c in MODEL_TIERS if size.hours < b)
+    out["model_config"] = {"value": conf, "why": f"{h}, below {bound:g} h"}
+    return out
+
+
+def choose_for(data: str, kaldi_feats: bool = False, seed: int = TrCvOptions.seed) -> dict:
+    size = measure(data, seed)
+    return {"data": data, "kaldi_feats": kaldi_feats, "measured": asdict(size),
+            "chosen": choose(size, kaldi_feats)}
+
+
+def read_defaults(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def is_current(path: str, data: str, kaldi_feats: bool) -> bool:
+    """``path`` was made from ``data`` as it is now (newer than its files) and the same
+    features choice."""
+    if not os.path.isfile(path):
+        return False
+    stamp = os.path.getmtime(path)
+    for name in ("utt2spk", "wav.scp", "segments", "text", "feats.scp"):
+        f = os.path.join(data, name)
+        if os.path.exists(f) and os.path.getmtime(f) > stamp:
+            return False
+    try:
+        doc = read_defaults(path)
+    except (OSError, ValueError):
+        return False
+    return doc.get("data") == data and doc.get("kaldi_feats") == kaldi_feats
+
+
+def write_defaults(doc: dict, path: str) -> None:
+    with atomic_open(path, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def describe(doc: dict) -> List[str]:
+    """The lines the recipe prints: what was measured, each choice and why."""
+    m = doc["measured"]
+    lines = [f"{doc['data']}: {m['utterances']} utterances of {m['speakers']} speaker(s), "
+             f"{m['hours']:.3g} h; cv set: {'yes' if m['cv_set'] else 'no'} ({m['split']})"]
+    for name in CHOICES:
+        c = doc["chosen"][name]
+        lines.append(f"  --{name.replace('_', '-')} {c['value']}  ({c['why']})")
+    return lines
