@@ -130,9 +130,13 @@ def test_features_recomputed_after_a_skipped_wav_is_fixed(tmp_path, kaldi_digits
     assert "features of only: data/train: 29 of 30; stage 1 stays unfinished" in out, out[-3000:]
     assert len((s5 / "data/train/feats.scp").read_text().splitlines()) == 29
     assert not json.loads((s5 / "data/stage1.json").read_text())["complete"]
+    # the speed copies (a cv set exists: the defaults make them) of the 29 with features
+    assert len((s5 / "data/train_sp/feats.scp").read_text().splitlines()) == 3 * 29
     shutil.copyfile(kaldi / wav, bad)  # fixed
     _, out = run(s5, env, kaldi, "--stop-stage", "1")
     assert "data/stage1.json: the stage started" in out and "never finished" in out
     feats = (s5 / "data/train/feats.scp").read_text().splitlines()
     assert len(feats) == 30 and any(line.startswith(utt + " ") for line in feats)
     assert json.loads((s5 / "data/stage1.json").read_text())["complete"]
+    sp = (s5 / "data/train_sp/feats.scp").read_text().splitlines()
+    assert len(sp) == 3 * 30 and any(line.startswith(f"sp0.9-{utt} ") for line in sp)

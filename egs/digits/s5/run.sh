@@ -405,6 +405,7 @@ if run_stage 1; then
     "$feat_config" data/train/wav.scp data/test/wav.scp data/train/utt2spk data/test/utt2spk
   if [ $stage_status != done ] && [ $use_kaldi_feats == false ]; then
     for x in train test; do rm -f data/$x/feats.scp data/$x/cmvn.scp data/$x/utt2num_frames; done
+    rm -rf data/train_sp  # (made from data/train's utterances with features, below)
   fi
   for x in train test; do
     if [ -s data/$x/feats.scp ] && [ -s data/$x/cmvn.scp ]; then
@@ -449,7 +450,16 @@ if run_stage 1 && [ "$speed_perturb" == true ]; then
     echo "data/train_sp already has feats.scp and cmvn.scp: skipping"
   else
     rm -rf data/train_sp  # (a partial one: the perturbation refuses a dir with feats.scp)
-    utils/data/perturb_data_dir_speed_3way.sh data/train data/train_sp
+    sp_src=data/train
+    n=$(wc -l < data/train/feats.scp); u=$(wc -l < data/train/utt2spk)
+    if [ $n -lt $u ]; then  # (audio that could not be read: counted and skipped above)
+      echo "$0: data/train_sp: the speeds of the $n utterances of data/train that have features (of $u)"
+      cut -d' ' -f1 data/train/feats.scp > data/train/.with_feats
+      rm -rf data/train_with_feats
+      utils/subset_data_dir.sh --utt-list data/train/.with_feats data/train data/train_with_feats
+      sp_src=data/train_with_feats
+    fi
+    utils/data/perturb_data_dir_speed_3way.sh $sp_src data/train_sp
     steps/make_$feat_type.sh --nj $nj --cmd "$train_cmd" --${feat_type}-config "$feat_config" \
       data/train_sp exp/make_$feat_type/train_sp $feat_type
     steps/compute_cmvn_stats.sh data/train_sp exp/make_$feat_type/train_sp $feat_type
