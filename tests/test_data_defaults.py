@@ -40,6 +40,7 @@ def test_kaldi_polish_gets_fbank(kaldi_polish, monkeypatch, tmp_path):
     assert doc["measured"]["utterances"] == 540 and doc["measured"]["cv_set"]
     assert 0.8 < doc["measured"]["hours"] < 1.0
     assert chosen(doc)["feat_type"] == "fbank" and chosen(doc)["speed_perturb"] == "true"
+    assert chosen(doc)["model_config"] == "conf/model/blstm_medium.conf"
     assert "at least 0.5 h" in doc["chosen"]["feat_type"]["why"]
     # without utt2dur the durations come from the wav headers: the same hours
     copy = tmp_path / "train"
@@ -77,8 +78,8 @@ def test_kaldi_features_are_never_speed_perturbed():
 
 
 @pytest.mark.parametrize("hours,model", [
-    (0.01, "blstm_small"), (4.99, "blstm_small"), (5.0, "blstm_medium"),
-    (49.9, "blstm_medium"), (50.0, "blstm"), (1000.0, "blstm")])
+    (0.01, "blstm_small"), (0.49, "blstm_small"), (0.5, "blstm_medium"),
+    (19.9, "blstm_medium"), (20.0, "blstm"), (1000.0, "blstm")])
 def test_model_tiers_name_confs_that_exist(hours, model):
     got = dd.choose(dd.DataSize(1000, 100, hours, True, ""))
     assert got["model_config"]["value"] == f"conf/model/{model}.conf"

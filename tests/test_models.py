@@ -285,7 +285,7 @@ def parser():  # the model options as train.py registers them
 @pytest.mark.parametrize("name,expect", [
     ("blstm", {"model": "blstm", "num_layers": 3, "hidden_size": 512, "proj_size": 0}),
     ("blstm_small", {"model": "blstm", "num_layers": 2, "hidden_size": 128}),
-    ("blstm_medium", {"model": "blstm", "num_layers": 3, "hidden_size": 256}),
+    ("blstm_medium", {"model": "blstm", "num_layers": 2, "hidden_size": 256}),
     ("lstm", {"model": "lstm"}),
     ("mlp", {"model": "mlp", "activation": "sigmoid"}),
 ])

@@ -17,9 +17,11 @@ feat_type                 fbank from ``FBANK_MIN_HOURS`` of       kaldi_polish (
 speed_perturb             true where a cv set exists, false       polish -3.3%; 2 speakers / 20
                           where every utterance is trained on     utts: 1.67% vs 3.33%; 1 speaker
                                                                   / 10 utts (no cv): 17.8% vs 4.4%
-model_config              ``MODEL_TIERS``: 2x128 BLSTM below      polish: 2x256 -1.9% (interval
-                          5 h, 3x256 below 50 h, 3x512 above      spans 0) at 2.4x the time;
-                                                                  above 5 h: Kaldi nnet1 / RETURNN
+model_config              ``MODEL_TIERS``: 2x128 BLSTM below      polish: 2x256 -2.4% with fbank
+                          0.5 h, 2x256 below 20 h, 3x512 above    + speed copies (both seeds), for
+                                                                  2.5x the training time; tiny
+                                                                  dirs meet their targets with
+                                                                  2x128; 3x512: nnet1 / RETURNN
                                                                   convention, not measured here
 schedule_config           newbob on the cv loss where a cv set    1 speaker / 10 utts: newbob
                           exists, else 4 fixed epochs             rejects every epoch; fixed:
@@ -46,8 +48,8 @@ from hybridasr.utils.atomic import atomic_open
 FBANK_MIN_HOURS = 0.5
 # (hours of training audio below which the model conf applies, the conf), smallest first
 MODEL_TIERS: Tuple[Tuple[float, str], ...] = (
-    (5.0, "conf/model/blstm_small.conf"),     # 2 x 128 cells a direction
-    (50.0, "conf/model/blstm_medium.conf"),   # 3 x 256
+    (0.5, "conf/model/blstm_small.conf"),     # 2 x 128 cells a direction
+    (20.0, "conf/model/blstm_medium.conf"),   # 2 x 256
     (float("inf"), "conf/model/blstm.conf"),  # 3 x 512
 )
 SCHEDULE_WITH_CV = "conf/schedule.conf"          # newbob on the cv loss

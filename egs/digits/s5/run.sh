@@ -36,7 +36,7 @@ feat_config=         # default: <kaldi-dir>/conf/<feat-type>.conf, else conf/<fe
                      # (fbank: at the sample frequency of <kaldi-dir>/conf/mfcc.conf)
 nj=2
 model_config=auto    # auto: by data/train's hours (data/defaults.json): conf/model/blstm_small.conf
-                     # (2x128) below 5 h, blstm_medium.conf (3x256) below 50 h, else blstm.conf
+                     # (2x128) below 0.5 h, blstm_medium.conf (2x256) below 20 h, else blstm.conf
 batching_config=conf/batching.conf
 schedule_config=auto # auto: conf/schedule.conf (newbob on the cv loss), or where stage 2 trains
                      # on every utterance (a corpus too small to hold out a cv set whose words
