@@ -78,6 +78,8 @@ def test_a_training_with_label_smoothing_on_real_data(digits, tmp_path):
     plain, smoothed = runs[0.0], runs[0.1]
     # epoch 0 (the initial cv) is the same network: identical plain cv losses
     assert smoothed[0]["cv_loss"] == pytest.approx(plain[0]["cv_loss"])
+    # the smoothed loss trained another network (same seed and batches otherwise)
+    assert smoothed[1]["cv_loss"] != pytest.approx(plain[1]["cv_loss"], rel=1e-6)
     # trained, the cv loss falls and stays plain cross-entropy (no smoothing term: the same
     # scale as without, within what three epochs of a different loss move it)
     assert smoothed[-1]["cv_loss"] < smoothed[0]["cv_loss"]
