@@ -15,6 +15,8 @@ cmd=run.pl
 stage=0
 min_lmwt=4            # hybrid models want low LM weights (Kaldi nnet1 sweeps 4..15)
 max_lmwt=15
+ref_normalize=false   # true: reference words outside words.txt read as alignment reads them
+                      # (lower-cased, without punctuation); false: as given, as Kaldi scores
 word_ins_penalty=0.0  # comma-separated: several give wer_LMWT_WIP, scoring/penalty_WIP/LMWT.tra
 lattices=auto         # auto: the decode dir's lat.1.gz, else made from loglikes.*.scp when the
                       # toolkit's C++ lattice decoder is built, else (with a warning) 1-best
@@ -45,6 +47,8 @@ Options:
   --min-lmwt <int>             # smallest LM weight (default: $min_lmwt)
   --max-lmwt <int>             # largest LM weight (default: $max_lmwt)
   --word-ins-penalty <list>    # word insertion penalties, lattices only (default: $word_ins_penalty)
+  --ref-normalize true|false   # reference words outside words.txt read as alignment reads
+                               # them (default: $ref_normalize, Kaldi's: as given)
   --lattices auto|true|false   # lattices (decode once) or 1-best re-decoding (default: $lattices)
   --model <final.mdl>          # embedded decoder: transition model (default: <decode-dir>/../final.mdl)
 USAGE
@@ -65,8 +69,28 @@ if [ "$min_lmwt" -gt "$max_lmwt" ] || [ "$min_lmwt" -le 0 ]; then
 fi
 
 mkdir -p "$dir/scoring/log"
-# the reference, without noise markers (as Kaldi's recipes filter it)
-sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" > "$dir/scoring/test_filt.txt"
+# the reference, without noise markers (as Kaldi's recipes filter it), then through the recipe's
+# local/wer_ref_filter (else local/wer_output_filter) where it has one, as Kaldi's
+# steps/scoring/score_kaldi_wer.sh; hypotheses through local/wer_hyp_filter (else
+# local/wer_output_filter)
+ref_filter=cat; hyp_filter=cat
+[ -x local/wer_output_filter ] && ref_filter=local/wer_output_filter && hyp_filter=local/wer_output_filter
+[ -x local/wer_ref_filter ] && ref_filter=local/wer_ref_filter
+[ -x local/wer_hyp_filter ] && hyp_filter=local/wer_hyp_filter
+sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" | $ref_filter > "$dir/scoring/ref_given.txt"
+# its words outside words.txt are counted (scoring/reference.json); --ref-normalize true reads
+# them as alignment does (lower-cased, without punctuation, where that is in words.txt)
+score_reference.py --normalize=$ref_normalize --report-json="$dir/scoring/reference.json" \
+  "$symtab" "$dir/scoring/ref_given.txt" "$dir/scoring/test_filt.txt" 2> "$dir/scoring/log/reference.log" || {
+  cat "$dir/scoring/log/reference.log" >&2; exit 1; }
+rm "$dir/scoring/ref_given.txt"
+counts=($(json_get.py "$dir/scoring/reference.json" words outside_vocabulary normalizable))
+n_words=${counts[0]} n_outside=${counts[1]} n_norm=${counts[2]}
+if [ "$n_norm" -gt 0 ] && ! $ref_normalize; then
+  echo "$0: warning: $n_outside of the $n_words reference words are not in $symtab, $n_norm of" \
+    "them only by case or punctuation: each is an error whatever the model (as Kaldi scores)." \
+    "--ref-normalize true reads them as alignment does (scoring/reference.json)" >&2
+fi
 
 pens=${word_ins_penalty//,/ }
 # tra_of <wip>: the pattern of the 1-best files of a penalty (with LMWT)
@@ -151,7 +175,7 @@ if [ $stage -le 1 ]; then
   for wip in $pens; do
     $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/score.LMWT.$wip.log" \
       cat "$(tra_of $wip)" \| \
-      "$utils/int2sym.pl" -f 2- "$symtab" \| sed 's:\<UNK\>::g' \| \
+      "$utils/int2sym.pl" -f 2- "$symtab" \| sed 's:\<UNK\>::g' \| $hyp_filter \| \
       compute_wer.py --text --mode=present "ark:$dir/scoring/test_filt.txt" ark,p:- ">&" "$(wer_of $wip)"
   done
   rm -f "$dir"/wer_*

@@ -3,6 +3,7 @@ outputs, Kaldi-format WER files, a second run that redoes nothing, and --stage 3
 deleting the model retraining only."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -83,6 +84,32 @@ def test_second_run_redoes_nothing(recipe_run):
     assert out.count("skipping") >= 6, out
     after = {p: p.stat().st_mtime_ns for p in before}
     assert before == after
+
+
+def test_ref_normalize_scores_again_and_scores_the_gmm_alike(recipe_run, kaldi_digits):
+    """--ref-normalize true on a scored run: only scoring is redone (the model and lattices
+    kept), and the GMM's own lattices are scored the same way for the summary."""
+    s5, env, _ = recipe_run
+    lat = s5 / "exp/blstm/decode_test/lat.1.gz"
+    lat_mtime = lat.stat().st_mtime_ns
+    out = run_recipe(s5, env, "--stage", "4", "--ref-normalize", "true")
+    assert "exp/blstm/decode_test: scoring again with --ref-normalize true" in out, out[-3000:]
+    assert lat.stat().st_mtime_ns == lat_mtime
+    rep = json.loads((s5 / "exp/blstm/decode_test/scoring/reference.json").read_text())
+    assert rep["normalized"] is True and rep["words"] == 30 and rep["outside_vocabulary"] == 0
+    gmm = s5 / "exp/gmm_decode_test"
+    assert (gmm / "lat.1.gz").is_symlink() and list(gmm.glob("wer_*"))
+    # digits' references are all in words.txt: the GMM's WERs are Kaldi's own
+    def wer(path):
+        return next(m.groups() for m in map(WER_LINE.match, path.read_text().splitlines()) if m)
+    for w in (kaldi_digits / "exp/mono/decode").glob("wer_*"):
+        assert wer(gmm / w.name) == wer(w), w.name
+    assert "exp/gmm_decode_test" in (s5 / "exp/blstm/summary.txt").read_text()
+    out = run_recipe(s5, env, "--stage", "4", "--ref-normalize", "true")
+    assert "exp/blstm/decode_test is already scored: skipping" in out
+    out = run_recipe(s5, env, "--stage", "4")
+    assert "exp/blstm/decode_test: scoring again with --ref-normalize false" in out
+    assert str(kaldi_digits) in (s5 / "exp/blstm/summary.txt").read_text()
 
 
 def test_stage_3_after_deleting_the_model_retrains_only(recipe_run):

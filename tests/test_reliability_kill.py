@@ -132,6 +132,7 @@ def test_features_recomputed_after_a_skipped_wav_is_fixed(tmp_path, kaldi_digits
     assert not json.loads((s5 / "data/stage1.json").read_text())["complete"]
     # the speed copies (a cv set exists: the defaults make them) of the 29 with features
     assert len((s5 / "data/train_sp/feats.scp").read_text().splitlines()) == 3 * 29
+    assert not (s5 / "data/train/.with_feats").exists()  # (the list of those: not left there)
     shutil.copyfile(kaldi / wav, bad)  # fixed
     _, out = run(s5, env, kaldi, "--stop-stage", "1")
     assert "data/stage1.json: the stage started" in out and "never finished" in out

@@ -37,6 +37,7 @@ output_rate=        # input|model: forward.py's --output-rate (empty: its defaul
 chunking=           # size:step, as train.py's: forward windows of size frames every step
                     # frames, keeping the middle step outputs of each (empty: whole utterances)
 skip_scoring=false
+ref_normalize=false # steps/score.sh: reference words outside words.txt read as alignment reads them
 scoring_opts=       # options for steps/score.sh, e.g. "--min-lmwt 4 --max-lmwt 15"
 # End configuration section.
 
@@ -70,6 +71,7 @@ Options:
   --beam <float> --lattice-beam <float> --max-active <int>  # pruning
   --skip-scoring true|false    # (default: $skip_scoring)
   --scoring-opts <opts>        # options for steps/score.sh
+  --ref-normalize true|false   # steps/score.sh's (default: $ref_normalize: Kaldi's scoring)
 USAGE
   exit 1
 fi
@@ -185,6 +187,6 @@ fi
 if [ "$skip_scoring" != true ]; then
   # shellcheck disable=SC2086
   "$steps/score.sh" --beam $beam --max-active $max_active --min-active $min_active \
-    --lattices $lattices $scoring_opts --cmd "$cmd" --model "$model" "$data" "$graphdir" "$dir"
+    --lattices $lattices --ref-normalize $ref_normalize $scoring_opts --cmd "$cmd" --model "$model" "$data" "$graphdir" "$dir"
 fi
 echo "$0: done decoding $data into $dir"

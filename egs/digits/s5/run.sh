@@ -47,6 +47,9 @@ parallel=            # with --nproc > 1: ddp (default) | average
 train_opts=          # more options for pybin/train.py, e.g. "--amp=bf16 --max-iters=10"
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint host:29400"
 decode_opts=         # more options for steps/nnet/decode.sh
+ref_normalize=false  # true: score against the reference words read as alignment reads them
+                     # (lower-cased, without punctuation, where words.txt has them that way),
+                     # the GMM's lattices too; false: as given, as Kaldi scores (steps/score.sh)
 exp_name=blstm
 realign_iters=0      # align-and-retrain rounds after the first model (stage 4)
 realign_init=previous # previous: a round goes on training the model that aligned (train.py
@@ -132,6 +135,8 @@ Options (default):
   --device cpu|cuda|auto, --nproc N # training and decoding device, training processes ($device, $nproc)
   --parallel ddp|average       # multi-process scheme with --nproc > 1 (ddp)
   --train-opts, --torchrun-opts, --decode-opts  # passed through
+  --ref-normalize true|false   # score against reference words read as alignment reads them,
+                               # the GMM's lattices too ($ref_normalize: Kaldi's scoring)
   --nj N                       # parallel jobs for features, alignment and decoding ($nj)
   --realign-iters N            # rounds of: align data/train with the network into exp/<name>_ali<k>,
                                # retrain on it into exp/<name>_re<k>, decode+score ($realign_iters)
@@ -219,9 +224,9 @@ localize_fbank_config() {
     if [ -n "$rate" ]; then
       mkdir -p data
       { grep -v -e '^--sample[-_]frequency' conf/fbank.conf
-        echo "--sample-frequency=$rate  # from $kaldi_dir/conf/mfcc.conf"; } > data/fbank.conf.tmp
-      if cmp -s data/fbank.conf.tmp data/fbank.conf; then rm data/fbank.conf.tmp
-      else mv data/fbank.conf.tmp data/fbank.conf; fi
+        echo "--sample-frequency=$rate  # from $kaldi_dir/conf/mfcc.conf"; } > data/fbank.conf.$$
+      if cmp -s data/fbank.conf.$$ data/fbank.conf; then rm data/fbank.conf.$$
+      else mv data/fbank.conf.$$ data/fbank.conf; fi  # (.$$: recipe dirs may share data/)
       feat_config=data/fbank.conf
     fi
   fi
@@ -309,21 +314,29 @@ check_decode_sets() {
 # <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
 # unless already scored
 decode_and_score() {
-  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj
+  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj scored_as only_score
   check_decode_sets
   for x in $decode_sets; do
     newest_wer=$(ls -t $d/decode_$x/wer_* 2>/dev/null | head -n 1 || true)
+    only_score=
     if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $d/final.nnet ]; then
-      echo "$d/decode_$x is already scored: skipping"
-      continue
+      scored_as=false
+      [ -f $d/decode_$x/scoring/reference.json ] && \
+        scored_as=$(json_get.py $d/decode_$x/scoring/reference.json normalized 2>/dev/null)
+      if [ "$scored_as" == $ref_normalize ]; then
+        echo "$d/decode_$x is already scored: skipping"
+        continue
+      fi
+      echo "$d/decode_$x: scoring again with --ref-normalize $ref_normalize"
+      only_score="--stage 1"
     fi
     # decoding is split by speaker (as Kaldi's): at most one job per speaker
     spk=$(wc -l < data/$x/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
     if [ $decode_nj -lt $nj ]; then
       echo "$0: data/$x has $spk speaker(s): decoding with --nj $decode_nj"
     fi
-    steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $decode_opts \
-      "$g" data/$x $d/decode_$x
+    steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $only_score \
+      --ref-normalize $ref_normalize $decode_opts "$g" data/$x $d/decode_$x
   done
 }
 
@@ -454,9 +467,9 @@ if run_stage 1 && [ "$speed_perturb" == true ]; then
     n=$(wc -l < data/train/feats.scp); u=$(wc -l < data/train/utt2spk)
     if [ $n -lt $u ]; then  # (audio that could not be read: counted and skipped above)
       echo "$0: data/train_sp: the speeds of the $n utterances of data/train that have features (of $u)"
-      cut -d' ' -f1 data/train/feats.scp > data/train/.with_feats
       rm -rf data/train_with_feats
-      utils/subset_data_dir.sh --utt-list data/train/.with_feats data/train data/train_with_feats
+      utils/subset_data_dir.sh --utt-list <(cut -d' ' -f1 data/train/feats.scp) data/train \
+        data/train_with_feats
       sp_src=data/train_with_feats
     fi
     utils/data/perturb_data_dir_speed_3way.sh $sp_src data/train_sp
@@ -730,6 +743,20 @@ if run_stage 5; then
   banner 5 "summary"
   # the first of --decode-sets is the one set beside the GMM system's decode
   gmm_decode_opt=(--gmm-decode-dir "$kaldi_dir/$gmm_decode")
+  if [ $gmm == true ] && [ $ref_normalize == true ]; then
+    # the GMM's own lattices scored as the networks' are, over the LM weights Kaldi scored
+    x=${decode_sets%% *}
+    if ls "$kaldi_dir/$gmm_decode"/lat.*.gz >/dev/null 2>&1 && ls "$kaldi_dir/$gmm_decode"/wer_* >/dev/null 2>&1; then
+      lmwts=$(ls "$kaldi_dir/$gmm_decode"/wer_* | sed -nE 's:.*/wer_([0-9]+)$:\1:p' | sort -n)
+      mkdir -p exp/gmm_decode_$x
+      for f in "$kaldi_dir/$gmm_decode"/lat.*.gz; do ln -sfn "$(readlink -f "$f")" exp/gmm_decode_$x/; done
+      steps/score.sh --ref-normalize true --min-lmwt $(echo "$lmwts" | head -n 1) \
+        --max-lmwt $(echo "$lmwts" | tail -n 1) data/$x "$kaldi_dir/$graph" exp/gmm_decode_$x
+      gmm_decode_opt=(--gmm-decode-dir exp/gmm_decode_$x)
+    else
+      echo "$0: warning: $kaldi_dir/$gmm_decode has no lattices: the GMM's WER beside the network's is Kaldi's, against the reference as given" >&2
+    fi
+  fi
   model_name="network on the alignments of $kaldi_dir/$ali"
   if [ $gmm == false ]; then
     gmm_decode_opt=()
