@@ -12,7 +12,7 @@ def get_parser():
         "out-of-vocabulary words. With --normalize=true the first become their normalised "
         "form and the second are dropped, as alignment reads transcripts. Prints the counts "
         "to stderr.",
-        usage="score_reference.py [options] <words.txt> <text-in> <text-out>",
+        usage="score_reference.py [options] <words.txt> <text-in|-> <text-out>",
         example="score_reference.py --normalize=true exp/tri1/graph/words.txt "
                 "data/test/text exp/blstm/decode_test/scoring/test_filt.txt")
     add_bool(p, "--normalize", False, "write the normalised reference (default: as given)")

@@ -77,13 +77,12 @@ ref_filter=cat; hyp_filter=cat
 [ -x local/wer_output_filter ] && ref_filter=local/wer_output_filter && hyp_filter=local/wer_output_filter
 [ -x local/wer_ref_filter ] && ref_filter=local/wer_ref_filter
 [ -x local/wer_hyp_filter ] && hyp_filter=local/wer_hyp_filter
-sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" | $ref_filter > "$dir/scoring/ref_given.txt"
 # its words outside words.txt are counted (scoring/reference.json); --ref-normalize true reads
 # them as alignment does (lower-cased, without punctuation, where that is in words.txt)
-score_reference.py --normalize=$ref_normalize --report-json="$dir/scoring/reference.json" \
-  "$symtab" "$dir/scoring/ref_given.txt" "$dir/scoring/test_filt.txt" 2> "$dir/scoring/log/reference.log" || {
+sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" | $ref_filter | \
+  score_reference.py --normalize=$ref_normalize --report-json="$dir/scoring/reference.json" \
+    "$symtab" - "$dir/scoring/test_filt.txt" 2> "$dir/scoring/log/reference.log" || {
   cat "$dir/scoring/log/reference.log" >&2; exit 1; }
-rm "$dir/scoring/ref_given.txt"
 counts=($(json_get.py "$dir/scoring/reference.json" words outside_vocabulary normalizable))
 n_words=${counts[0]} n_outside=${counts[1]} n_norm=${counts[2]}
 if [ "$n_norm" -gt 0 ] && ! $ref_normalize; then

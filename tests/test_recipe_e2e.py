@@ -107,6 +107,7 @@ def test_ref_normalize_scores_again_and_scores_the_gmm_alike(recipe_run, kaldi_d
     assert "exp/gmm_decode_test" in (s5 / "exp/blstm/summary.txt").read_text()
     out = run_recipe(s5, env, "--stage", "4", "--ref-normalize", "true")
     assert "exp/blstm/decode_test is already scored: skipping" in out
+    assert "exp/gmm_decode_test is already scored: skipping" in out
     out = run_recipe(s5, env, "--stage", "4")
     assert "exp/blstm/decode_test: scoring again with --ref-normalize false" in out
     summary = (s5 / "exp/blstm/summary.txt").read_text()

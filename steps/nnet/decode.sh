@@ -187,6 +187,7 @@ fi
 if [ "$skip_scoring" != true ]; then
   # shellcheck disable=SC2086
   "$steps/score.sh" --beam $beam --max-active $max_active --min-active $min_active \
-    --lattices $lattices --ref-normalize $ref_normalize $scoring_opts --cmd "$cmd" --model "$model" "$data" "$graphdir" "$dir"
+    --lattices $lattices --ref-normalize $ref_normalize $scoring_opts --cmd "$cmd" \
+    --model "$model" "$data" "$graphdir" "$dir"
 fi
 echo "$0: done decoding $data into $dir"

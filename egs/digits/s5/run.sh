@@ -311,19 +311,22 @@ check_decode_sets() {
 }
 
 # decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
+# whether <decode-dir> was scored with --ref-normalize true (steps/score.sh's reference.json)
+scored_normalized() {
+  if [ -f $1/scoring/reference.json ]; then json_get.py $1/scoring/reference.json normalized 2>/dev/null
+  else echo false; fi
+}
+
 # <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
 # unless already scored
 decode_and_score() {
-  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj scored_as only_score
+  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj only_score
   check_decode_sets
   for x in $decode_sets; do
     newest_wer=$(ls -t $d/decode_$x/wer_* 2>/dev/null | head -n 1 || true)
     only_score=
     if [ -n "$newest_wer" ] && [ "$newest_wer" -nt $d/final.nnet ]; then
-      scored_as=false
-      [ -f $d/decode_$x/scoring/reference.json ] && \
-        scored_as=$(json_get.py $d/decode_$x/scoring/reference.json normalized 2>/dev/null)
-      if [ "$scored_as" == $ref_normalize ]; then
+      if [ "$(scored_normalized $d/decode_$x)" == $ref_normalize ]; then
         echo "$d/decode_$x is already scored: skipping"
         continue
       fi
@@ -745,14 +748,19 @@ if run_stage 5; then
   gmm_decode_opt=(--gmm-decode-dir "$kaldi_dir/$gmm_decode")
   if [ $gmm == true ] && [ $ref_normalize == true ]; then
     # the GMM's own lattices scored as the networks' are, over the LM weights Kaldi scored
-    x=${decode_sets%% *}
-    if ls "$kaldi_dir/$gmm_decode"/lat.*.gz >/dev/null 2>&1 && ls "$kaldi_dir/$gmm_decode"/wer_* >/dev/null 2>&1; then
-      lmwts=$(ls "$kaldi_dir/$gmm_decode"/wer_* | sed -nE 's:.*/wer_([0-9]+)$:\1:p' | sort -n)
-      mkdir -p exp/gmm_decode_$x
-      for f in "$kaldi_dir/$gmm_decode"/lat.*.gz; do ln -sfn "$(readlink -f "$f")" exp/gmm_decode_$x/; done
-      steps/score.sh --ref-normalize true --min-lmwt $(echo "$lmwts" | head -n 1) \
-        --max-lmwt $(echo "$lmwts" | tail -n 1) data/$x "$kaldi_dir/$graph" exp/gmm_decode_$x
-      gmm_decode_opt=(--gmm-decode-dir exp/gmm_decode_$x)
+    x=${decode_sets%% *}; g=exp/gmm_decode_$x
+    if ls "$kaldi_dir/$gmm_decode"/lat.*.gz >/dev/null 2>&1; then
+      if ls $g/wer_* >/dev/null 2>&1 && [ "$(scored_normalized $g)" == true ]; then
+        echo "$g is already scored: skipping"
+      else
+        lmwts=$(ls "$kaldi_dir/$gmm_decode" | sed -nE 's:^wer_([0-9]+)$:\1:p' | sort -n)
+        range=()  # Kaldi's range where its wer_LMWT files show it, else score.sh's
+        [ -n "$lmwts" ] && range=(--min-lmwt $(echo "$lmwts" | head -n 1) --max-lmwt $(echo "$lmwts" | tail -n 1))
+        mkdir -p $g
+        for f in "$kaldi_dir/$gmm_decode"/lat.*.gz; do ln -sfn "$(readlink -f "$f")" $g/; done
+        steps/score.sh --ref-normalize true ${range[@]+"${range[@]}"} data/$x "$kaldi_dir/$graph" $g
+      fi
+      gmm_decode_opt=(--gmm-decode-dir $g)
     else
       echo "$0: warning: $kaldi_dir/$gmm_decode has no lattices: the GMM's WER beside the network's is Kaldi's, against the reference as given" >&2
     fi
