@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,54 @@ def test_max_jobs_run_limits_concurrency(tmp_path):
     spans.sort()
     assert all(spans[i][1] <= spans[i + 1][0] for i in range(2)), spans
     assert sorted(os.listdir(tmp_path / "log")) == ["s.2.log", "s.3.log", "s.4.log"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def start_sleeping_jobs(tmp_path):
+    """run.pl, in a session of its own, with two jobs that each leave a grandchild (a
+    background sleep) whose pid they write to s.JOB; returns run.pl and the two pids."""
+    p = subprocess.Popen([RUN_PL, "JOB=1:2", "log/sleep.JOB.log", "sleep", "60", "&",
+                          "echo", "$!", ">", "s.JOB.tmp", "&&", "mv", "s.JOB.tmp", "s.JOB", "&&",
+                          "wait"], cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    end = time.monotonic() + 30
+    while not all((tmp_path / f"s.{j}").exists() for j in (1, 2)):
+        assert time.monotonic() < end and p.poll() is None, "the jobs did not start"
+        time.sleep(0.05)
+    pids = [int((tmp_path / f"s.{j}").read_text()) for j in (1, 2)]
+    assert all(alive(pid) for pid in pids)
+    return p, pids
+
+
+def assert_ended(pids, within=10.0):
+    end = time.monotonic() + within
+    while any(alive(pid) for pid in pids):
+        assert time.monotonic() < end, f"still running: {[p for p in pids if alive(p)]}"
+        time.sleep(0.05)
+
+
+def test_killing_the_recipes_process_group_leaves_no_job_running(tmp_path):
+    # kill -9 of the recipe (its process group) must reach the jobs and what they started:
+    # a job left running would write into the dir while the recipe is run again
+    p, pids = start_sleeping_jobs(tmp_path)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert_ended(pids)
+
+
+def test_sigterm_to_run_pl_alone_stops_its_jobs_and_theirs(tmp_path):
+    p, pids = start_sleeping_jobs(tmp_path)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=30) == 143
+    assert "run.pl: interrupted, jobs stopped" in p.stderr.read()
+    assert_ended(pids)
 
 
 def test_bad_arguments(tmp_path):

@@ -15,8 +15,9 @@
 
 recipe_lock() {
   # the kernel releases the lock when the run ends, however it ends (kill -9 included)
+  # (a few seconds' wait: the processes of a run just killed may still be ending)
   exec 9>> .run.lock
-  if ! flock -n 9; then
+  if ! flock -w 3 9; then
     echo "$0: another run is using $(pwd): $(cat .run.lock.who 2>/dev/null || echo '(unknown)');" \
       "wait for it to end or stop it" >&2
     exit 1

@@ -205,6 +205,31 @@ def _default_max_jobs() -> int:
         return os.cpu_count() or 32
 
 
+def process_trees(roots: List[int]) -> List[int]:
+    """The processes ``roots`` and all their descendants (from /proc; the roots alone where
+    there is no /proc), parents first."""
+    parent_of: Dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return list(roots)
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except OSError:  # ended meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        parent_of[int(name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    tree, i = list(roots), 0
+    while i < len(tree):
+        tree += [c for c, pp in parent_of.items() if pp == tree[i] and c not in tree]
+        i += 1
+    return tree
+
+
 class LocalRunner:
     """Runs the jobs on this machine, at most ``max_jobs_run`` at a time (run.pl)."""
 
@@ -230,9 +255,10 @@ class LocalRunner:
                     if self._stopping:
                         results[job_id] = 1
                         return
+                    # in run.pl's process group, as Kaldi's: a kill of the recipe's group
+                    # (kill -9 included) reaches the jobs too, none is left running
                     p = subprocess.Popen(["bash", "-c", f"( {cmd} )"], stdin=subprocess.DEVNULL,
-                                         stdout=f, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         stdout=f, stderr=subprocess.STDOUT)
                     self._procs[job_id] = p
                 rc = p.wait()
             elapsed = int(round(time.time() - t0))
@@ -251,9 +277,9 @@ class LocalRunner:
     def _terminate(self, signum, _frame):
         with self._lock:
             self._stopping = True
-            for p in self._procs.values():
+            for pid in process_trees([p.pid for p in self._procs.values()]):
                 try:
-                    os.killpg(p.pid, signal.SIGTERM)
+                    os.kill(pid, signal.SIGTERM)
                 except OSError:
                     pass
         signal.signal(signum, signal.SIG_DFL)
