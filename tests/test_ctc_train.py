@@ -6,6 +6,7 @@ without priors at the model's rate, greedy and prefix beam search to words
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -198,6 +199,31 @@ def test_the_steps(ctc_run, kaldi_digits, repo_dir, env_with_path):
     hyp = dict(line.rstrip("\n").partition(" ")[::2]
                for line in open(exp / "decode_cv_beam4/hyp.txt"))
     assert set(hyp) == {line.split()[0] for line in open(cv / "text")}
+
+    # a reference spelt otherwise than the lexicon ("Zero," for zero), scored as given and with
+    # --ref-normalize true against the units' words.txt: normalised, it gives the WER above
+    spelt = tmp / "cv_spelt"
+    shutil.copytree(cv, spelt)
+    lines = [line.split() for line in open(cv / "text")]
+    (spelt / "text").write_text("".join(f"{u} {w[0].capitalize()}, {' '.join(w[1:])}\n"
+                                        for u, *w in lines))
+    words = kaldi_digits / "data/lang/words.txt"
+    wer = {}
+    for norm in ("false", "true"):
+        d = exp / f"decode_spelt_{norm}"
+        run(repo_dir / "steps/nnet/decode_ctc_units.sh", "--nj", 1, "--beam-size", 4,
+            "--words", words, "--ref-normalize", norm, tmp / "units", spelt, d)
+        wer[norm] = (d / "wer_beam4").read_text().split("\n", 1)[0]
+        report = json.loads((d / "scoring/reference.json").read_text())
+        assert report["normalizable"] == len(lines) and report["normalized"] == (norm == "true")
+    assert wer["true"] == (exp / "decode_cv_beam4/wer_beam4").read_text().split("\n", 1)[0]
+    filt = {n: (exp / f"decode_spelt_{n}/test_filt.txt").read_text() for n in wer}
+    assert filt["true"] == (exp / "decode_cv_beam4/test_filt.txt").read_text()
+    assert filt["false"].count(",") == len(lines)  # as given
+    p = subprocess.run(["bash", str(repo_dir / "steps/nnet/decode_ctc_units.sh"),
+                        "--ref-normalize", "true", tmp / "units", spelt, exp / "x"], cwd=tmp,
+                       env=env_with_path, capture_output=True, text=True)
+    assert p.returncode == 1 and "--ref-normalize true needs --words" in p.stderr
 
 
 @pytest.mark.parametrize("mode", ["ddp", "average"])

@@ -14,6 +14,10 @@ nj=4
 cmd=run.pl
 beam_size=0      # 0: greedy (best path); N: prefix beam search with N prefixes
 device=cpu       # cpu|cuda|auto
+ref_normalize=false # true: reference words outside --words read as alignment reads them
+                 # (steps/score.sh's; false: as given, Kaldi's)
+words=           # the words.txt the units' transcripts were mapped to (train_units.sh --lang);
+                 # with it, scoring/reference.json counts the reference words outside it
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -36,6 +40,9 @@ Options:
   --nnet <file>                # network (default: <decode-dir>/../final.nnet)
   --beam-size <n>              # 0: greedy; n: prefix beam search (default: $beam_size)
   --device cpu|cuda|auto       # where the network runs (default: $device)
+  --words <words.txt>          # count the reference words outside it (default: none)
+  --ref-normalize true|false   # with --words: read those as alignment reads them
+                               # (default: $ref_normalize, Kaldi's: as given)
 USAGE
   exit 1
 fi
@@ -45,7 +52,13 @@ data=$2
 dir=$3
 utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 [ -z "$nnet" ] && nnet=$(dirname "$dir")/final.nnet
-for f in "$units/units.model" "$data/feats.scp" "$data/text" "$nnet"; do
+case "$ref_normalize" in true|false) ;; *)
+  echo "$0: --ref-normalize is true or false, not '$ref_normalize'" >&2; exit 1 ;; esac
+if [ $ref_normalize == true ] && [ -z "$words" ]; then
+  echo "$0: --ref-normalize true needs --words (the words.txt of train_units.sh --lang)" >&2
+  exit 1
+fi
+for f in "$units/units.model" "$data/feats.scp" "$data/text" "$nnet" ${words:+"$words"}; do
   [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1
 done
 if ! [[ $beam_size =~ ^[0-9]+$ ]]; then
@@ -66,7 +79,14 @@ $cmd JOB=1:$nj "$dir/log/decode_$name.JOB.log" \
   || { echo "$0: decoding failed; see $dir/log/decode_$name.*.log" >&2; exit 1; }
 cat "$dir"/hyp.*.txt | sort > "$dir/hyp.txt"
 rm -f "$dir"/hyp.*.txt
-sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" > "$dir/test_filt.txt"
+if [ -n "$words" ]; then
+  mkdir -p "$dir/scoring"
+  sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" | \
+    score_reference.py --normalize=$ref_normalize --report-json="$dir/scoring/reference.json" \
+      "$words" - "$dir/test_filt.txt"
+else
+  sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" > "$dir/test_filt.txt"
+fi
 compute_wer.py --text --mode=present "ark:$dir/test_filt.txt" "ark:$dir/hyp.txt" \
   > "$dir/wer_$name"
 echo "$0: $name decoding of $data: $(grep WER "$dir/wer_$name") ($dir/wer_$name)"

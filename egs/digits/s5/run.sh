@@ -310,13 +310,13 @@ check_decode_sets() {
   done
 }
 
-# decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
 # whether <decode-dir> was scored with --ref-normalize true (steps/score.sh's reference.json)
 scored_normalized() {
   if [ -f $1/scoring/reference.json ]; then json_get.py $1/scoring/reference.json normalized 2>/dev/null
   else echo false; fi
 }
 
+# decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
 # <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
 # unless already scored
 decode_and_score() {
@@ -719,20 +719,24 @@ if run_stage 4 && [ $ctc == true ]; then
   for x in $decode_sets; do
     spk=$(wc -l < data/$x/spk2utt); ctc_nj=$(( nj < spk ? nj : spk ))
     if [ -n "$(ls -t $ctc_dir/decode_$x/wer_* 2>/dev/null | head -n 1)" ] && \
-        [ "$(ls -t $ctc_dir/decode_$x/wer_* | head -n 1)" -nt $ctc_dir/final.nnet ]; then
+        [ "$(ls -t $ctc_dir/decode_$x/wer_* | head -n 1)" -nt $ctc_dir/final.nnet ] && \
+        [ "$(scored_normalized $ctc_dir/decode_$x)" == $ref_normalize ]; then
       echo "$ctc_dir/decode_$x is already scored: skipping"
     else
       steps/nnet/decode.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
         --class-frame-counts none --output-rate model --acwt $ctc_acwt $ctc_decode_opts \
-        --scoring-opts "$ctc_scoring_opts" \
+        --scoring-opts "$ctc_scoring_opts" --ref-normalize $ref_normalize \
         $ctc_dir/graph data/$x $ctc_dir/decode_$x
     fi
     for b in 0 $ctc_beam_size; do
       name=greedy; [ $b -gt 0 ] && name=beam$b
       [ -s $ctc_dir/decode_${x}_$name/wer_$name ] && \
-        [ $ctc_dir/decode_${x}_$name/wer_$name -nt $ctc_dir/final.nnet ] && continue
+        [ $ctc_dir/decode_${x}_$name/wer_$name -nt $ctc_dir/final.nnet ] && \
+        [ "$(scored_normalized $ctc_dir/decode_${x}_$name)" == $ref_normalize ] && continue
+      # (the units spell $lang_test's words: train_units.sh --lang)
       steps/nnet/decode_ctc_units.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
-        --beam-size $b exp/ctc_units data/$x $ctc_dir/decode_${x}_$name
+        --beam-size $b --words "$lang_test/words.txt" --ref-normalize $ref_normalize \
+        exp/ctc_units data/$x $ctc_dir/decode_${x}_$name
     done
   done
 fi
