@@ -11,6 +11,8 @@ import subprocess
 
 import pytest
 
+from hybridasr.kaldi.lattice import read_lattices
+
 WER_LINE = re.compile(r"^%WER (\d+\.\d\d) \[ (\d+) / (\d+), (\d+) ins, (\d+) del, (\d+) sub \]")
 
 
@@ -150,6 +152,16 @@ def test_sequence_training_stage(recipe_run):
         assert (s5 / f).exists(), f
     assert list((s5 / "exp/blstm_smbr/decode_test").glob("wer_*"))
     assert "epochs of smbr training" in (s5 / "exp/blstm_smbr/summary.txt").read_text()
+    # on the data CE trained on: the speed copies (digits: a cv set, so speed perturbation)
+    assert (s5 / "data/train_sp/feats.scp").exists()
+    for d in ("exp/blstm_ali", "exp/blstm_denlats"):
+        assert (s5 / d / "data_dir").read_text().strip() == "data/train_sp", d
+    sp_utts = {line.split()[0] for line in open(s5 / "data/train_sp/utt2spk")}
+    lat_utts = {k for f in (s5 / "exp/blstm_denlats").glob("lat.*.gz")
+                for k, _ in read_lattices(f"ark:gunzip -c {f} |")}
+    assert lat_utts <= sp_utts and len(lat_utts) >= 0.95 * len(sp_utts)
+    assert any(u.startswith("sp0.9-") for u in lat_utts)
+    assert "\n--seq-frame-smoothing=0.3\n" in (s5 / "exp/blstm_smbr/train.conf").read_text()
     out = run_recipe(s5, env, "--stage", "4", "--seq-epochs", "1")
     assert "exp/blstm_smbr is already trained: skipping" in out
     p = subprocess.run(["./run.sh", "--seq-epochs", "two"], cwd=s5, env=env,

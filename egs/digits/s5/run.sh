@@ -83,7 +83,11 @@ seq_epochs=auto      # sequence training after CE (stage 4; steps/nnet/train_mpe
                      # kaldi_polish's 486 it gave no reliable gain: docs/sequence_training.md)
 seq_min_utts=1000
 seq_criterion=smbr   # smbr | mmi
+seq_frame_smoothing=0.3 # weight of frame cross-entropy in the sequence gradient (train_mpe.sh
+                     # --frame-smoothing; kaldi_polish: 0.3 gained 2-3% more than 0 on both seeds)
 seq_opts=            # more options for steps/nnet/train_mpe.sh, e.g. "--learn-rate 0.00002"
+                     # (with speed perturbation, sequence training is on data/train_sp: the
+                     # numerator its alignment, the denominator its lattices)
 restart=false        # true: remove data/ exp/ mfcc/ fbank/ of an earlier run first (needed when
                      # --kaldi-dir, --ali, --feat-type, ... differ from the run that made them)
 oov_word=            # the lexicon's OOV entry when --lang is a dict dir (default: the first
@@ -149,6 +153,7 @@ Options (default):
   --seq-epochs N|auto          # sequence training epochs after CE ($seq_epochs: 4 from
                                # $seq_min_utts training utterances, else 0)
   --seq-criterion smbr|mmi     # ($seq_criterion); --seq-opts \"...\": steps/nnet/train_mpe.sh's
+  --seq-frame-smoothing H      # frame cross-entropy's weight in sequence training ($seq_frame_smoothing)
   --restart true               # remove data/ exp/ mfcc/ fbank/ of an earlier run first (a run
                                # with other inputs than the one that made them is refused)
   --decode-sets \"X Y\"          # data/X, data/Y decoded by every model into <exp>/decode_X, ...
@@ -685,23 +690,33 @@ if run_stage 4; then
   if [ "$(seq_epochs_now)" -gt 0 ]; then
     seq_dir=${dir}_$seq_criterion
     banner 4 "sequence training ($seq_criterion, $(seq_epochs_now) epochs) of $src into $seq_dir"
-    # the numerator: the model's alignment of the transcripts; the denominator: its lattices
-    if [ -f ${dir}_ali/ali.1.gz ] && [ ${dir}_ali/ali.1.gz -nt $src/final.nnet ]; then
-      echo "${dir}_ali is already made with $src: skipping"
+    # the numerator: the model's alignment of the transcripts; the denominator: its lattices;
+    # both of the data CE trained on (the speed copies too, as Kaldi's nnet3 discriminative
+    # recipes do), the cv set's utterances among them
+    seq_all=data/train seq_tr=data/train_tr90
+    [ "$speed_perturb" == true ] && seq_all=data/train_sp seq_tr=data/train_sp_tr90
+    if [ -f ${dir}_ali/ali.1.gz ] && [ ${dir}_ali/ali.1.gz -nt $src/final.nnet ] && \
+        [ "$(cat ${dir}_ali/data_dir 2>/dev/null)" == $seq_all ]; then
+      echo "${dir}_ali is already made with $src of $seq_all: skipping"
     else
+      rm -rf ${dir}_ali
       steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
-        data/train "$lang_dir" $src ${dir}_ali
+        $seq_all "$lang_dir" $src ${dir}_ali
+      echo $seq_all > ${dir}_ali/data_dir
     fi
+    # (lattices of other data are removed; a killed run's own are resumed job by job)
+    [ "$(cat ${dir}_denlats/data_dir 2>/dev/null)" == $seq_all ] || rm -rf ${dir}_denlats
+    mkdir -p ${dir}_denlats && echo $seq_all > ${dir}_denlats/data_dir
     steps/nnet/make_denlats.sh --nj $nj --cmd "$train_cmd" --device $device \
-      data/train "$lang_dir" $src ${dir}_denlats
+      $seq_all "$lang_dir" $src ${dir}_denlats
     if [ -e $seq_dir/final.nnet ] && [ "$(json_get.py $seq_dir/train_state.json done)" == true ]; then
       echo "$seq_dir is already trained: skipping"
     else
       do_smbr=true; [ $seq_criterion == mmi ] && do_smbr=false
       # shellcheck disable=SC2086
       steps/nnet/train_mpe.sh --cmd "$cuda_cmd" --device $device --num-iters $(seq_epochs_now) \
-        --do-smbr $do_smbr --cv-data data/train_cv10 $seq_opts \
-        data/train_tr90 "$lang_dir" $src ${dir}_ali ${dir}_denlats $seq_dir
+        --do-smbr $do_smbr --frame-smoothing $seq_frame_smoothing --cv-data data/train_cv10 \
+        $seq_opts $seq_tr "$lang_dir" $src ${dir}_ali ${dir}_denlats $seq_dir
     fi
     decode_and_score $seq_dir
   fi
