@@ -27,4 +27,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_main(main, echo_command=False)  # (its output is read by scripts, its command line noise)

@@ -53,6 +53,7 @@ def test_the_command(tmp_path, repo_dir, env_with_path):
     p = subprocess.run([*run, "done", "history.-1.cv_loss", "best"], env=env_with_path,
                        capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout == "true\n3.25\nnnet/epoch2.nnet\n", p.stderr
+    assert p.stderr == ""  # a query: no command line echoed into the calling script's output
     p = subprocess.run([*run, "done", "nope"], env=env_with_path, capture_output=True, text=True)
     assert p.returncode == 1 and p.stdout == "" and "no key 'nope'" in p.stderr
 

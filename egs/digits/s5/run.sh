@@ -80,7 +80,8 @@ seq_epochs=auto      # sequence training after CE (stage 4; steps/nnet/train_mpe
                      # of --seq-criterion on denominator lattices of the last model
                      # (exp/<name>_denlats) into exp/<name>_smbr (or _mmi); auto: 4 where
                      # data/train_tr90 has at least $seq_min_utts utterances, else 0 (on
-                     # kaldi_polish's 486 it gave no reliable gain: docs/sequence_training.md)
+                     # kaldi_polish's 486 it gains only with --ref-normalize true, as much as CE
+                     # on the same alignment does: docs/sequence_training.md)
 seq_min_utts=1000
 seq_criterion=smbr   # smbr | mmi
 seq_frame_smoothing=0.3 # weight of frame cross-entropy in the sequence gradient (train_mpe.sh
