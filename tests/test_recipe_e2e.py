@@ -164,6 +164,11 @@ def test_sequence_training_stage(recipe_run):
     assert "\n--seq-frame-smoothing=0.3\n" in (s5 / "exp/blstm_smbr/train.conf").read_text()
     out = run_recipe(s5, env, "--stage", "4", "--seq-epochs", "1")
     assert "exp/blstm_smbr is already trained: skipping" in out
+    # another option: trained (and decoded) again, not skipped
+    out = run_recipe(s5, env, "--stage", "4", "--seq-epochs", "1", "--seq-frame-smoothing", "0")
+    assert "exp/blstm_smbr was trained with other options: training it again" in out
+    assert "\n--seq-frame-smoothing=0.0\n" in (s5 / "exp/blstm_smbr/train.conf").read_text()
+    assert list((s5 / "exp/blstm_smbr/decode_test").glob("wer_*"))
     p = subprocess.run(["./run.sh", "--seq-epochs", "two"], cwd=s5, env=env,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "--seq-epochs" in p.stderr

@@ -710,9 +710,17 @@ if run_stage 4; then
     mkdir -p ${dir}_denlats && echo $seq_all > ${dir}_denlats/data_dir
     steps/nnet/make_denlats.sh --nj $nj --cmd "$train_cmd" --device $device \
       $seq_all "$lang_dir" $src ${dir}_denlats
+    # (trained with other options, or from another model: trained again; a killed training
+    # with the same ones goes on)
+    seq_made_by="$src $seq_tr epochs=$(seq_epochs_now) frame_smoothing=$seq_frame_smoothing $seq_opts"
+    if [ "$(cat $seq_dir/made_by 2>/dev/null)" != "$seq_made_by" ]; then
+      [ -e $seq_dir ] && echo "$seq_dir was trained with other options: training it again"
+      rm -rf $seq_dir
+    fi
     if [ -e $seq_dir/final.nnet ] && [ "$(json_get.py $seq_dir/train_state.json done)" == true ]; then
       echo "$seq_dir is already trained: skipping"
     else
+      mkdir -p $seq_dir && echo "$seq_made_by" > $seq_dir/made_by
       do_smbr=true; [ $seq_criterion == mmi ] && do_smbr=false
       # shellcheck disable=SC2086
       steps/nnet/train_mpe.sh --cmd "$cuda_cmd" --device $device --num-iters $(seq_epochs_now) \
