@@ -208,7 +208,7 @@ def _default_max_jobs() -> int:
 def process_trees(roots: List[int]) -> List[int]:
     """The processes ``roots`` and all their descendants (from /proc; the roots alone where
     there is no /proc), parents first."""
-    parent_of: Dict[int, int] = {}
+    children: Dict[int, List[int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -222,11 +222,10 @@ def process_trees(roots: List[int]) -> List[int]:
         except OSError:  # ended meanwhile
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-        parent_of[int(name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-    tree, i = list(roots), 0
-    while i < len(tree):
-        tree += [c for c, pp in parent_of.items() if pp == tree[i] and c not in tree]
-        i += 1
+        children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(name))
+    tree = list(roots)
+    for pid in tree:  # (grows while it is read: breadth first)
+        tree += children.get(pid, [])
     return tree
 
 

@@ -79,14 +79,11 @@ $cmd JOB=1:$nj "$dir/log/decode_$name.JOB.log" \
   || { echo "$0: decoding failed; see $dir/log/decode_$name.*.log" >&2; exit 1; }
 cat "$dir"/hyp.*.txt | sort > "$dir/hyp.txt"
 rm -f "$dir"/hyp.*.txt
-if [ -n "$words" ]; then
-  mkdir -p "$dir/scoring"
-  sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" | \
-    score_reference.py --normalize=$ref_normalize --report-json="$dir/scoring/reference.json" \
-      "$words" - "$dir/test_filt.txt"
-else
-  sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" > "$dir/test_filt.txt"
-fi
+[ -n "$words" ] && mkdir -p "$dir/scoring"
+sed -e 's:<NOISE>::g' -e 's:<SPOKEN_NOISE>::g' "$data/text" | if [ -n "$words" ]; then
+  score_reference.py --normalize=$ref_normalize --report-json="$dir/scoring/reference.json" \
+    "$words" - "$dir/test_filt.txt"
+else cat > "$dir/test_filt.txt"; fi
 compute_wer.py --text --mode=present "ark:$dir/test_filt.txt" "ark:$dir/hyp.txt" \
   > "$dir/wer_$name"
 echo "$0: $name decoding of $data: $(grep WER "$dir/wer_$name") ($dir/wer_$name)"

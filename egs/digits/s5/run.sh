@@ -322,11 +322,15 @@ scored_normalized() {
   else echo false; fi
 }
 
-# decode_and_score <exp-dir> [<graph-dir>]: decodes each of --decode-sets (data/<set>) with
-# <exp-dir>/final.nnet on <graph-dir> (default: the recipe's) into <exp-dir>/decode_<set>,
-# unless already scored
+# decode_and_score <exp-dir> [<graph-dir> [<decode.sh option>...]]: decodes each of
+# --decode-sets (data/<set>) with <exp-dir>/final.nnet on <graph-dir> (default: the recipe's)
+# into <exp-dir>/decode_<set>, unless already scored; the options, where given, in place of
+# --decode-opts
 decode_and_score() {
-  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj only_score
+  local d=$1 g=${2:-$graph_dir} x newest_wer spk decode_nj only_score opts
+  shift; [ $# -gt 0 ] && shift
+  # shellcheck disable=SC2206
+  if [ $# -gt 0 ]; then opts=("$@"); else opts=($decode_opts); fi
   check_decode_sets
   for x in $decode_sets; do
     newest_wer=$(ls -t $d/decode_$x/wer_* 2>/dev/null | head -n 1 || true)
@@ -345,7 +349,7 @@ decode_and_score() {
       echo "$0: data/$x has $spk speaker(s): decoding with --nj $decode_nj"
     fi
     steps/nnet/decode.sh --nj $decode_nj --cmd "$decode_cmd" --device $device $only_score \
-      --ref-normalize $ref_normalize $decode_opts "$g" data/$x $d/decode_$x
+      --ref-normalize $ref_normalize ${opts[@]+"${opts[@]}"} "$g" data/$x $d/decode_$x
   done
 }
 
@@ -710,10 +714,11 @@ if run_stage 4; then
     mkdir -p ${dir}_denlats && echo $seq_all > ${dir}_denlats/data_dir
     steps/nnet/make_denlats.sh --nj $nj --cmd "$train_cmd" --device $device \
       $seq_all "$lang_dir" $src ${dir}_denlats
-    # (trained with other options, or from another model: trained again; a killed training
-    # with the same ones goes on)
+    # (trained with other options, or from another model or one trained since: trained again;
+    # a killed training with the same ones goes on)
     seq_made_by="$src $seq_tr epochs=$(seq_epochs_now) frame_smoothing=$seq_frame_smoothing $seq_opts"
-    if [ "$(cat $seq_dir/made_by 2>/dev/null)" != "$seq_made_by" ]; then
+    if [ "$(cat $seq_dir/made_by 2>/dev/null)" != "$seq_made_by" ] || \
+        [ $src/final.nnet -nt $seq_dir/made_by ]; then
       [ -e $seq_dir ] && echo "$seq_dir was trained with other options: training it again"
       rm -rf $seq_dir
     fi
@@ -740,18 +745,11 @@ if run_stage 4 && [ $ctc == true ]; then
   else
     make_ctc_graph.py exp/ctc_units "$lang_test" $ctc_dir/graph
   fi
+  # shellcheck disable=SC2086
+  decode_and_score $ctc_dir $ctc_dir/graph --class-frame-counts none --output-rate model \
+    --acwt $ctc_acwt $ctc_decode_opts --scoring-opts "$ctc_scoring_opts"
   for x in $decode_sets; do
     spk=$(wc -l < data/$x/spk2utt); ctc_nj=$(( nj < spk ? nj : spk ))
-    if [ -n "$(ls -t $ctc_dir/decode_$x/wer_* 2>/dev/null | head -n 1)" ] && \
-        [ "$(ls -t $ctc_dir/decode_$x/wer_* | head -n 1)" -nt $ctc_dir/final.nnet ] && \
-        [ "$(scored_normalized $ctc_dir/decode_$x)" == $ref_normalize ]; then
-      echo "$ctc_dir/decode_$x is already scored: skipping"
-    else
-      steps/nnet/decode.sh --nj $ctc_nj --cmd "$decode_cmd" --device $device \
-        --class-frame-counts none --output-rate model --acwt $ctc_acwt $ctc_decode_opts \
-        --scoring-opts "$ctc_scoring_opts" --ref-normalize $ref_normalize \
-        $ctc_dir/graph data/$x $ctc_dir/decode_$x
-    fi
     for b in 0 $ctc_beam_size; do
       name=greedy; [ $b -gt 0 ] && name=beam$b
       [ -s $ctc_dir/decode_${x}_$name/wer_$name ] && \
