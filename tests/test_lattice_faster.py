@@ -171,7 +171,7 @@ def test_pruning_as_it_goes_equals_pruning_at_the_end(setup):
     every.close()
 
 
-def test_no_lattices_without_the_library(setup, kaldi_digits, monkeypatch):
+def test_no_lattices_without_the_library(setup, kaldi_digits, monkeypatch, tmp_path):
     """Where the C++ library cannot be built there are no embedded lattices (no second
     search or determinizer): the lattice decoder and latgen_faster_mapped.py say why and
     name the 1-best route; the 1-best decoder (kaldi-decoder's FasterDecoder) still works."""
@@ -188,7 +188,8 @@ def test_no_lattices_without_the_library(setup, kaldi_digits, monkeypatch):
     with pytest.raises(LatticesUnavailable, match=msg):
         load_pybin("latgen_faster_mapped").main(
             [str(kaldi_digits / "exp/mono_ali/final.mdl"),
-             str(kaldi_digits / "exp/mono/graph/HCLG.fst"), "ark:/dev/null", "ark:/dev/null"])
+             str(kaldi_digits / "exp/mono/graph/HCLG.fst"), f"ark:{tmp_path}/lls.ark",
+             f"ark:{tmp_path}/lat.ark"])
     assert not lattice_faster.available()
     utt, ll = next(iter(lls.items()))
     one_best = MappedDecoder(graph.fst, tm.tid2pdf, tm.num_pdfs, DecodeOptions(beam=11.0),

@@ -79,8 +79,9 @@ class GReport:
 
 
 def empty_words(lexicon: str) -> Set[str]:
-    """Words of a lexicon without a pronunciation (lines of one field), as format_lm.sh."""
-    if not os.path.isfile(lexicon):
+    """Words of a lexicon without a pronunciation (lines of one field), as format_lm.sh; the
+    lexicon may be a device or FIFO (``/dev/null``: no such words, as make_denlats.sh gives)."""
+    if not os.path.exists(lexicon) or os.path.isdir(lexicon):
         raise FormatError(f"missing lexicon {lexicon}")
     with open_text(lexicon) as f:
         return {fields[0] for fields in map(split_fields, f) if len(fields) == 1}

@@ -9,6 +9,12 @@ the rename or leave the name pointing at unwritten blocks), so a file written af
 name it. The temporary file is made with ``tempfile.mkstemp`` (mode 0600) and then given the
 mode a plain ``open`` would have left: the target's own mode when it exists, else 0666 less
 the umask.
+
+A target that is not a regular file is written in place, never replaced: a device
+(``/dev/null``: replacing it as root would leave a regular file there for every later
+``> /dev/null`` on the machine), a FIFO, a socket, or any name under ``/dev/`` or ``/proc/``
+(``/dev/stdout`` is a link to whatever the process's output is). Such a write is neither
+atomic nor fsynced, and no temporary is made beside it.
 """
 from __future__ import annotations
 
@@ -47,6 +53,19 @@ def default_mode(path: str) -> int:
     except OSError:
         pass
     return 0o666 & ~current_umask()
+
+
+def writes_in_place(path: str) -> bool:
+    """Whether ``path`` is written where it is rather than through a temporary and a rename:
+    an existing file that is neither a regular file nor a directory (a device, a FIFO, a
+    socket), or a name under ``/dev/`` or ``/proc/`` whatever it resolves to."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def tmp_path_for(path: str) -> str:
@@ -127,7 +146,10 @@ def write_error(path: str, exc: OSError) -> OutputError:
 @contextlib.contextmanager
 def _atomic(path: str, synced: bool):
     """The temporary is removed on any exception (a full disk included: then the error
-    names ``path``, the file being written)."""
+    names ``path``, the file being written). A device or FIFO is yielded itself."""
+    if writes_in_place(path):
+        yield path
+        return
     try:
         tmp = tmp_path_for(path)
     except OSError as e:
@@ -167,7 +189,8 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
         try:
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            if tmp != path:  # (a device or FIFO, written in place, has nothing to sync)
+                os.fsync(f.fileno())
         except BaseException:
             with contextlib.suppress(OSError):  # its buffer may not flush (a full disk):
                 f.close()                       # the error on its way says so

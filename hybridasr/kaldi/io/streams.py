@@ -7,7 +7,8 @@ An input stream is *checked on close*: a pipe whose command failed (``gunzip`` o
 file) raises FormatError naming the command, as Kaldi reports a failed pipe. An output file is
 written atomically and durably (``hybridasr.utils.atomic``): a temporary name beside it, then
 on ``commit()`` fsynced, renamed and its directory fsynced, so whatever is written after it
-(an scp naming it) can point at it.
+(an scp naming it) can point at it. A device, FIFO or name under ``/dev/`` (``/dev/null``,
+``/dev/stdout``) is written in place, never replaced (``hybridasr.utils.atomic``).
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ import sys
 from typing import BinaryIO, Optional, Tuple
 
 from hybridasr.errors import FormatError, OutputError
-from hybridasr.utils.atomic import replace_durably, tmp_path_for, write_error
+from hybridasr.utils.atomic import (replace_durably, tmp_path_for, write_error,
+                                    writes_in_place)
 
 
 class InputStream:
@@ -93,9 +95,16 @@ class OutputStream:
         self.name = wxfilename
         self._proc: Optional[subprocess.Popen] = None
         self._tmp: Optional[str] = None
+        self._in_place = False  # a device or FIFO: written as it is, nothing to rename
         self._done = False  # committed or aborted
         if wxfilename == "-":
             self.f: BinaryIO = sys.stdout.buffer
+        elif writes_in_place(wxfilename):
+            try:
+                self.f = open(wxfilename, "wb")
+            except OSError as e:
+                raise write_error(wxfilename, e) from e
+            self._in_place = True
         elif wxfilename.startswith("|"):
             self._proc = subprocess.Popen(wxfilename[1:].strip(), shell=True,
                                           stdin=subprocess.PIPE)
@@ -169,6 +178,8 @@ class OutputStream:
         else:
             self._done = True
             self.f.flush()
+            if self._in_place:
+                self.f.close()
 
     def abort(self) -> None:
         """Removes the temporary file (also when closing it fails: a full disk cannot flush
@@ -191,3 +202,5 @@ class OutputStream:
             self._proc = None
         else:
             self.f.flush()
+            if self._in_place:
+                self.f.close()
