@@ -11,13 +11,18 @@ def get_parser():
                     "Converts alignments from one decision tree/model to another: each "
                     "phone's frames keep their HMM states and transitions and get the new "
                     "tree's pdfs for the phone's context window. The HMM topologies must be "
-                    "equal (a topology change, for which Kaldi makes up a random path, is "
-                    "not supported); no frame subsampling.",
+                    "equal unless the length changes (--frame-subsampling-factor) or the "
+                    "topology does: those phones get a path through the new topology (Kaldi "
+                    "makes up a random one; the chain topology has just one).",
                     usage="convert_ali.py [options] <old-model> <new-model> <new-tree> "
                           "<old-alignments-rspecifier> <new-alignments-wspecifier>",
                     example="convert_ali.py exp/mono_ali/final.mdl exp/tri1/final.mdl "
                             "exp/tri1/tree 'ark:gunzip -c exp/mono_ali/ali.1.gz|' "
                             "'ark:|gzip -c > exp/tri1/ali.1.gz'")
+    p.add_argument("--frame-subsampling-factor", type=int, default=1,
+                   help="convert to a model whose frame rate is this many times lower (chain "
+                        "models: 3); each phone's length is subsampled and, where it or the "
+                        "topology changed, gets a path through the new topology")
     add_bool(p, "--reorder", True, "write the alignments reordered (self-loops after the "
                                    "forward transition), as Kaldi's graphs are compiled")
     p.add_argument("old_model")
@@ -34,7 +39,8 @@ def main(argv=None):
 
     convert_alignments(args.old_model, args.new_model, args.new_tree,
                        args.old_alignments_rspecifier, args.new_alignments_wspecifier,
-                       reorder=args.reorder)
+                       reorder=args.reorder,
+                       frame_subsampling_factor=args.frame_subsampling_factor)
     return 0
 
 

@@ -1,5 +1,5 @@
 """Alignment conversion to another tree and model, as Kaldi's ``convert-ali``
-(``ConvertAlignment`` in ``hmm/hmm-utils.cc``, frame subsampling factor 1).
+(``ConvertAlignment`` in ``hmm/hmm-utils.cc``).
 
 The alignment is split into phones; each phone's window (the new tree's context width N and
 central position P, 0 outside the utterance) gives, per pdf-class, the new tree's pdf; each
@@ -9,8 +9,11 @@ state sequence and the length are the old alignment's. With ``reorder`` (Kaldi's
 true) the result is in reordered form (self-loops after the forward transition), whatever
 the input's (``ChangeReorderingOfAlignment`` per phone when they differ).
 
-The topologies of the two models must be equal for the phones of the alignment: Kaldi then
-makes up a random path through the new topology, which is not done here (an error says so).
+With ``frame_subsampling_factor`` > 1 (Kaldi's ``--frame-subsampling-factor``, as
+``steps/nnet3/chain/build_tree.sh`` uses) each phone gets its length at the subsampled rate,
+and a phone whose length or topology changed gets a path through the new topology
+(``hybridasr.tree.phone_paths``: Kaldi draws a random one; for the chain topology there is
+only one). The new topology may have separate forward and self-loop pdf-classes (chain).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from hybridasr.errors import FormatError
 from hybridasr.kaldi.transition_model import TransitionModel
 from hybridasr.kaldi.tree import ContextDependency
 from hybridasr.tree.model import num_pdf_classes
+from hybridasr.tree.phone_paths import min_length, new_phone_lengths, phone_path
 from hybridasr.tree.stats import phone_windows, tid_to_pdf_class
 
 __all__ = ["AlignmentConverter", "convert_alignment", "convert_alignments",
@@ -36,14 +40,17 @@ class AlignmentConverter:
     """Converts alignments of ``old_tm`` to ``new_tm`` with ``new_tree`` (``convert(ali)``)."""
 
     def __init__(self, old_tm: TransitionModel, new_tm: TransitionModel,
-                 new_tree: ContextDependency, reorder: bool = True):
-        if not new_tm.is_hmm():
-            raise FormatError(f"{new_tm.name}: models with separate forward and self-loop "
-                              f"pdf-classes (chain) are not supported")
+                 new_tree: ContextDependency, reorder: bool = True,
+                 frame_subsampling_factor: int = 1):
+        if frame_subsampling_factor < 1:
+            raise FormatError(f"frame subsampling factor must be >= 1, got "
+                              f"{frame_subsampling_factor}")
+        self.factor = int(frame_subsampling_factor)
         self.old, self.new, self.tree = old_tm, new_tm, new_tree
         self.reorder = bool(reorder)
         self.n, self.p = new_tree.context_width, new_tree.central_position
         self.old_pc = tid_to_pdf_class(old_tm)
+        self.old_fwd_pc, self.old_loop_pc = _state_pdf_classes(old_tm)
         self.num_classes = num_pdf_classes(new_tm.topology)
         self._topology_ok: Dict[int, bool] = {}
         # the new model's transition-states by (phone, state, fwd pdf, loop pdf), as sorted
@@ -61,7 +68,7 @@ class AlignmentConverter:
         b = self._base
         return ((phone * b + state) * b + fwd) * b + loop
 
-    def _check_topology(self, phone: int) -> None:
+    def _same_topology(self, phone: int) -> bool:
         ok = self._topology_ok.get(phone)
         if ok is None:
             try:
@@ -70,10 +77,7 @@ class AlignmentConverter:
             except FormatError:
                 ok = False
             self._topology_ok[phone] = ok
-        if not ok:
-            raise FormatError(f"phone {phone} has a different HMM topology in {self.old.name} "
-                              f"and {self.new.name}: converting between topologies (Kaldi "
-                              f"makes up a random path) is not supported")
+        return ok
 
     def _window_pdfs(self, window: Tuple[int, ...]) -> np.ndarray:
         """The new tree's pdf of each pdf-class of the window's central phone."""
@@ -107,27 +111,28 @@ class AlignmentConverter:
         phones = self.old.tid2phone[ali[starts]].astype(np.int64)
         windows = phone_windows(phones, self.n, self.p)
         lengths = ends - starts
-        pc = self.old_pc[ali].astype(np.int64)
-        max_pc = int(pc.max()) + 1
+        if self.factor != 1 or not all(self._same_topology(ph) for ph in set(phones.tolist())):
+            return self._convert_per_phone(ali, phones, windows, starts, ends, old_reordered,
+                                           what)
+        max_pc = int(max(self.old_fwd_pc[ali].max(), self.old_loop_pc[ali].max())) + 1
         table = np.zeros((len(phones), max_pc), dtype=np.int64)
         for i, (ph, win) in enumerate(zip(phones.tolist(), map(tuple, windows.tolist()))):
-            self._check_topology(ph)
             pdfs = self._window_pdfs(win)
             k = min(len(pdfs), max_pc)
             table[i, :k] = pdfs[:k]
         inst = np.repeat(np.arange(len(phones)), lengths)
-        # HMM topologies here have equal forward and self-loop pdf-classes (checked: is_hmm)
-        pdf = table[inst, pc]
+        fwd = table[inst, self.old_fwd_pc[ali]]
+        loop = table[inst, self.old_loop_pc[ali]]
         state = self.old.tid2hmm_state[ali].astype(np.int64)
-        codes = self._encode(phones[inst], state, pdf, pdf)
+        codes = self._encode(phones[inst], state, fwd, loop)
         pos = np.searchsorted(self._codes, codes)
         pos = np.minimum(pos, len(self._codes) - 1)
         found = self._codes[pos] == codes
         if not found.all():
             k = int(np.flatnonzero(~found)[0])
             raise FormatError(f"{what}: {self.new.name} has no transition-state for phone "
-                              f"{int(phones[inst[k]])}, HMM state {int(state[k])}, pdf "
-                              f"{int(pdf[k])}: the tree {self.tree.name} and the model do not "
+                              f"{int(phones[inst[k]])}, HMM state {int(state[k])}, pdfs "
+                              f"({int(fwd[k])}, {int(loop[k])}): the tree {self.tree.name} and the model do not "
                               f"belong together")
         tstate = self._order[pos] + 1
         new = (self.new.state2id[tstate].astype(np.int64) +
@@ -136,6 +141,44 @@ class AlignmentConverter:
             for s, e in zip(starts.tolist(), ends.tolist()):
                 new[s:e] = change_reordering(self.new, new[s:e])
         self.num_done += 1
+        return new
+
+    def _convert_per_phone(self, ali, phones, windows, starts, ends, old_reordered, what):
+        """Kaldi's ``ConvertAlignmentInternal`` with new phone lengths (subsampling) and paths
+        through the new topology where the length or the topology changed."""
+        topo = self.new.topology
+        mins = [min_length(topo, ph) for ph in phones.tolist()]
+        new_len = new_phone_lengths(mins, (ends - starts).tolist(), self.factor - 1,
+                                    self.factor)
+        if new_len is None:
+            self.num_failed += 1
+            log.warning("%s: could not convert the alignment (failed to produce suitable "
+                        "phone lengths)", what)
+            return None
+        out = []
+        for i, ph in enumerate(phones.tolist()):
+            pdfs = self._window_pdfs(tuple(windows[i].tolist()))
+            old = ali[starts[i]:ends[i]]
+            entry = topo.topology_for_phone(ph)
+            if new_len[i] == len(old) and self._same_topology(ph):
+                steps = list(zip(self.old.tid2hmm_state[old].tolist(),
+                                 self.old.tid2trans_index[old].tolist()))
+                reordered = old_reordered
+            else:
+                steps, reordered = phone_path(topo, ph, new_len[i]), False
+            seg = np.empty(len(steps), dtype=np.int32)
+            for j, (state, k) in enumerate(steps):
+                st = entry[state]
+                ts = self.new.tuple_to_transition_state(ph, state,
+                                                        int(pdfs[st.forward_pdf_class]),
+                                                        int(pdfs[st.self_loop_pdf_class]))
+                seg[j] = self.new.state2id[ts] + k
+            if reordered != self.reorder:
+                seg = change_reordering(self.new, seg)
+            out.append(seg)
+        self.num_done += 1
+        new = np.concatenate(out) if out else np.zeros(0, np.int32)
+        assert len(new) == (len(ali) + self.factor - 1) // self.factor
         return new
 
     def convert_all(self, alignments: Iterable[Tuple[str, np.ndarray]]
@@ -149,9 +192,21 @@ class AlignmentConverter:
 
 def convert_alignment(old_tm: TransitionModel, new_tm: TransitionModel,
                       new_tree: ContextDependency, ali: np.ndarray,
-                      reorder: bool = True) -> Optional[np.ndarray]:
+                      reorder: bool = True,
+                      frame_subsampling_factor: int = 1) -> Optional[np.ndarray]:
     """One alignment (see ``AlignmentConverter``)."""
-    return AlignmentConverter(old_tm, new_tm, new_tree, reorder).convert(ali)
+    return AlignmentConverter(old_tm, new_tm, new_tree, reorder,
+                              frame_subsampling_factor).convert(ali)
+
+
+def _state_pdf_classes(tm: TransitionModel):
+    """Per transition-id, the forward and the self-loop pdf-class of its HMM state."""
+    fwd = np.zeros(tm.num_transition_ids + 1, dtype=np.int64)
+    loop = np.zeros(tm.num_transition_ids + 1, dtype=np.int64)
+    for tid in range(1, tm.num_transition_ids + 1):
+        st = tm.topology.topology_for_phone(int(tm.tid2phone[tid]))[int(tm.tid2hmm_state[tid])]
+        fwd[tid], loop[tid] = st.forward_pdf_class, st.self_loop_pdf_class
+    return fwd, loop
 
 
 def change_reordering(tm: TransitionModel, ali: np.ndarray) -> np.ndarray:
@@ -178,7 +233,8 @@ def change_reordering(tm: TransitionModel, ali: np.ndarray) -> np.ndarray:
 
 
 def convert_alignments(old_model: str, new_model: str, new_tree: str, ali_rspecifier: str,
-                       ali_wspecifier: str, reorder: bool = True) -> Tuple[int, int]:
+                       ali_wspecifier: str, reorder: bool = True,
+                       frame_subsampling_factor: int = 1) -> Tuple[int, int]:
     """``convert-ali <old-model> <new-model> <new-tree> <old-ali> <new-ali>``: (converted,
     failed); an error when none converted (Kaldi's exit status 1)."""
     from hybridasr.kaldi.io.intvec import read_int_vectors
@@ -189,13 +245,13 @@ def convert_alignments(old_model: str, new_model: str, new_tree: str, ali_rspeci
     old_tm = read_transition_model(old_model)
     new_tm = read_transition_model(new_model)
     tree = read_tree(new_tree)
-    if old_tm.topology != new_tm.topology:
+    if old_tm.topology != new_tm.topology and frame_subsampling_factor == 1:
         log.warning("the topologies of %s and %s differ: conversion may fail", old_model,
                     new_model)
     if tree.num_pdfs != new_tm.num_pdfs:
         raise FormatError(f"{new_tree} has {tree.num_pdfs} pdfs but {new_model} has "
                           f"{new_tm.num_pdfs}: they do not belong together")
-    conv = AlignmentConverter(old_tm, new_tm, tree, reorder)
+    conv = AlignmentConverter(old_tm, new_tm, tree, reorder, frame_subsampling_factor)
     with IntVectorWriter(ali_wspecifier) as w:
         for utt, ali in read_int_vectors(ali_rspecifier):
             out = conv.convert(ali, f"{ali_rspecifier}: utterance {utt}")

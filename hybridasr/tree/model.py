@@ -21,6 +21,7 @@ from hybridasr.kaldi.io.io_funcs import read_kaldi_object
 from hybridasr.kaldi.io.table import read_int_lists
 from hybridasr.kaldi.transition_model import TransitionModel, write_transition_model
 from hybridasr.kaldi.tree import ContextDependency, write_tree
+from hybridasr.tree.pdf_pairs import pdf_pairs_for
 from hybridasr.tree.stub_map import stub_map
 
 __all__ = ["read_topology", "num_pdf_classes", "build_transition_model", "monophone_tree",
@@ -46,9 +47,6 @@ def num_pdf_classes(topo: HmmTopology) -> List[int]:
 
 def build_transition_model(tree: ContextDependency, topo: HmmTopology,
                            name: str = "<transition model>") -> TransitionModel:
-    if not topo.is_hmm():
-        raise FormatError(f"{name}: topologies with separate forward and self-loop pdf-classes "
-                          f"(chain models) are not supported")
     tuples = set()
     for phone in topo.phones:
         for k, st in enumerate(topo.topology_for_phone(phone)):
@@ -59,7 +57,18 @@ def build_transition_model(tree: ContextDependency, topo: HmmTopology,
                 raise FormatError(f"{name}: the tree {tree.name} has no pdf for phone {phone}, "
                                   f"pdf-class {st.forward_pdf_class}: tree and topology do not "
                                   f"match")
-            tuples.update((phone, k, pdf, pdf) for pdf in pdfs)
+            if st.self_loop_pdf_class == st.forward_pdf_class:
+                tuples.update((phone, k, pdf, pdf) for pdf in pdfs)
+                continue
+            # a chain topology (separate self-loop pdf-class): the (forward, self-loop) pairs
+            # the tree gives over the same contexts (Kaldi's GetPdfInfo with pdf-class pairs)
+            pairs = pdf_pairs_for(tree, phone, st.forward_pdf_class, st.self_loop_pdf_class,
+                                  topo.phones)
+            if not pairs:
+                raise FormatError(f"{name}: the tree {tree.name} has no pdf for phone {phone}, "
+                                  f"pdf-class {st.self_loop_pdf_class}: tree and topology do "
+                                  f"not match")
+            tuples.update((phone, k, f, l) for f, l in pairs)
     rows = np.array(sorted(tuples), dtype=np.int32)
     return _with_probs(topo, rows, name)  # the sorted tuples define the transition-ids
 

@@ -85,6 +85,8 @@ class TreeFeatureOptions:
                                 "apply-cmvn's defaults (means only)")
     delta_order: int = option(2, "add-deltas order", minimum=0)
     delta_window: int = option(2, "add-deltas window", minimum=1)
+    frame_subsampling_factor: int = option(1, "keep every n-th frame of the features, as "
+                                              "subsample-feats --n (chain trees: 3)", minimum=1)
 
 
 def parse_ci_phones(text: str) -> List[int]:
@@ -455,6 +457,8 @@ def iter_tree_features(data_dir: str, options: Optional[TreeFeatureOptions] = No
             x = apply_cmvn(np.asarray(table[utt], dtype=np.float32), stats, **cmvn_kw)
             if opts.delta_order:
                 x = add_deltas(x, opts.delta_order, opts.delta_window)
+            if opts.frame_subsampling_factor > 1:
+                x = x[::opts.frame_subsampling_factor]
             yield utt, np.asarray(x, dtype=np.float32)
 
 

@@ -1,0 +1,94 @@
+"""Small real graphs for the chain tests, cut from kaldi_digits: phone sequences of its
+real alignments, its monophone tree and model, and a chain (gen_topo.py-style) topology."""
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import List
+
+import numpy as np
+
+from hybridasr.chain.phone_lm import alignment_phone_sequences
+
+CHAIN_TOPO = """<Topology>
+<TopologyEntry>
+<ForPhones>
+{phones}
+</ForPhones>
+<State> 0 <ForwardPdfClass> 0 <SelfLoopPdfClass> 1 <Transition> 0 0.5 <Transition> 1 0.5 </State>
+<State> 1 </State>
+</TopologyEntry>
+</Topology>
+"""
+
+
+def digits_phone_seqs(kaldi_digits: Path) -> List[List[int]]:
+    ali = f"ark:gunzip -c {kaldi_digits / 'exp/mono_ali/ali.1.gz'}|"
+    return [s for _, s in alignment_phone_sequences(str(kaldi_digits / "exp/mono_ali/final.mdl"),
+                                                    ali)]
+
+
+def restrict(seqs: List[List[int]], phones: List[int]) -> List[List[int]]:
+    """The given phones' subsequences of the real phone sequences (non-empty ones)."""
+    keep = set(phones)
+    out = [[p for p in s if p in keep] for s in seqs]
+    return [s for s in out if s]
+
+
+def brute_force_den(den, init, out: np.ndarray, leaky: float = 0.0) -> float:
+    """log of the sum over all T-arc paths of the den graph (any start state, weighted by
+    init; final costs ignored) of prob(path) * exp(sum_t out[t, pdf_t]). With ``leaky`` > 0
+    each of the T+1 frame boundaries may instead jump from the current state to any state j
+    with weight leaky * init(j) (Kaldi's leaky HMM)."""
+    t_len = out.shape[0]
+    n = den.num_states
+    arcs = [[] for _ in range(n)]
+    for s, l, w, d in zip(den.src.tolist(), den.ilabel.tolist(), den.weight.tolist(),
+                          den.dst.tolist()):
+        arcs[s].append((l - 1, -w, d))
+    jumps = [(None, 0.0)] + ([(j, math.log(leaky * init[j])) for j in range(n)] if leaky else [])
+    terms = []
+
+    def walk(state, t, logw):
+        for j, lj in jumps:  # the boundary before frame t (t == T: after the last frame)
+            s = state if j is None else j
+            lw = logw + lj
+            if t == t_len:
+                terms.append(lw)
+                continue
+            for pdf, lp, d in arcs[s]:
+                walk(d, t + 1, lw + lp + out[t, pdf])
+
+    for s0 in range(n):
+        if init[s0] > 0:
+            walk(s0, 0, math.log(init[s0]))
+    terms = np.array(terms)
+    m = terms.max()
+    return float(m + np.log(np.exp(terms - m).sum()))
+
+
+def brute_force_num(fst, out: np.ndarray) -> float:
+    """log of the sum over the T-arc paths from the start state ending in a final state of
+    exp(-cost(path) - final + sum_t out[t, pdf_t])."""
+    t_len = out.shape[0]
+    arcs = [[] for _ in range(fst.num_states)]
+    for s, l, w, d in zip(fst.src.tolist(), fst.ilabel.tolist(), fst.weight.tolist(),
+                          fst.dst.tolist()):
+        arcs[s].append((l - 1, -w, d))
+    terms = []
+
+    def walk(s, t, lw):
+        if t == t_len:
+            if np.isfinite(fst.final[s]):
+                terms.append(lw - float(fst.final[s]))
+            return
+        for pdf, lp, d in arcs[s]:
+            walk(d, t + 1, lw + lp + out[t, pdf])
+
+    walk(fst.start, 0, 0.0)
+    if not terms:
+        return -math.inf
+    terms = np.array(terms)
+    m = terms.max()
+    return float(m + np.log(np.exp(terms - m).sum()))
