@@ -297,13 +297,18 @@ def run_main(main: Callable[[Optional[List[str]]], Optional[int]],
              argv: Optional[List[str]] = None, echo_command: bool = True) -> None:
     """Runs an entry point: prints its command line (as Kaldi's binaries do; not with
     ``echo_command=False``, for a query whose output a script reads, such as json_get.py),
-    turns HybridAsrError into exit 1.
+    turns HybridAsrError into exit 1. The process's CPU threads are limited first to the cores
+    it was given (``hybridasr.utils.threads``: one unless ``--num-threads``, ``run.pl
+    --num-threads`` or ``OMP_NUM_THREADS`` says more).
 
     Logging starts at INFO; when the entry point parses its options (with a ``make_parser``
     parser) the level follows the parsed ``--verbose`` (DEBUG for 1 or more), wherever it was
     given (``--verbose=1``, ``--verbose 1``, a ``--config`` file)."""
     global _LOG_LEVEL_FROM_ARGS
+    from hybridasr.utils.threads import limit_environment
+
     setup_logging(0)
+    limit_environment()  # the cores this process was given, before torch starts its threads
     if echo_command:
         print(" ".join(shlex.quote(a) for a in [os.path.basename(sys.argv[0])] + sys.argv[1:]),
               file=sys.stderr, flush=True)

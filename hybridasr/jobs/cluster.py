@@ -19,12 +19,14 @@ from hybridasr.jobs.runner import (JobRequest, JobSpecError, ended_code, parse_a
                                         report_failures)
 
 
-def job_script(cmd: str, log: str, cwd: str) -> str:
-    """A bash script that runs one job like run.pl does and writes the same log lines."""
+def job_script(cmd: str, log: str, cwd: str, num_threads: int = 1) -> str:
+    """A bash script that runs one job like run.pl does and writes the same log lines
+    (``HYBRIDASR_NUM_THREADS``: the cores the job asked for, as run.pl sets it)."""
     q = shlex.quote
     return (
         "#!/usr/bin/env bash\n"
         f"cd {q(cwd)} || exit 1\n"
+        f"export HYBRIDASR_NUM_THREADS={int(num_threads)}\n"
         f"__log={q(log)}\n"
         'mkdir -p "$(dirname "$__log")"\n'
         f"{{ printf '# %s\\n' {q(cmd)}; echo \"# Running on $(hostname)\"; "
@@ -37,7 +39,7 @@ def job_script(cmd: str, log: str, cwd: str) -> str:
         f"( {cmd} ) >> \"$__log\" 2>&1 < /dev/null\n"
         "__ret=$?\n"
         "__t2=$(date +%s)\n"
-        'echo "# Accounting: time=$((__t2 - __t1)) threads=1" >> "$__log"\n'
+        f'echo "# Accounting: time=$((__t2 - __t1)) threads={int(num_threads)}" >> "$__log"\n'
         'echo "# Ended (code $__ret) at $(date), elapsed time $((__t2 - __t1)) seconds" '
         '>> "$__log"\n'
         "[ $__ret -eq 0 ] || exit 1\n"
@@ -196,7 +198,8 @@ def main_cluster(cluster: Cluster, argv: Optional[List[str]] = None) -> int:
     for j in req.job_ids:  # one script per job: the command exactly as run.pl would run it
         path = os.path.join(qdir, f"{base}.{j}.sh")
         with open(path, "w", encoding="utf-8") as f:
-            f.write(job_script(req.command_for(j), os.path.abspath(req.log_for(j)), cwd))
+            f.write(job_script(req.command_for(j), os.path.abspath(req.log_for(j)), cwd,
+                               req.num_threads))
         os.chmod(path, 0o755)
         try:
             os.unlink(req.log_for(j))  # a stale log must not pass for this run's

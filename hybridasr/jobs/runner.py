@@ -12,8 +12,11 @@ The contract, as Kaldi's run.pl has it::
 - the command words are joined as Kaldi joins them (a word with whitespace is quoted) and run
   by bash, so ``"ark:gunzip -c x.gz |"`` and a separate ``\\|`` behave as in Kaldi;
 - each log starts ``# <command>``, ``# Started at <date>``, ``#`` and ends
-  ``# Accounting: time=<s> threads=1`` and ``# Ended (code <n>) at <date>, elapsed time <s>
+  ``# Accounting: time=<s> threads=<n>`` and ``# Ended (code <n>) at <date>, elapsed time <s>
   seconds``;
+- every job runs with ``HYBRIDASR_NUM_THREADS`` set to its ``--num-threads`` (1 when not
+  given, as Kaldi's run.pl books one slot per job): the cores it was given, which the
+  toolkit's processes use (``hybridasr.utils.threads``) instead of torch's every core;
 - a failure gives exit status 1 and ``run.pl: 2 / 4 failed, log is in log/name.*.log``
   (one job: ``run.pl: job failed, log is in log/name.log``).
 
@@ -54,6 +57,11 @@ class JobRequest:
     max_jobs_run: Optional[int] = None
     options: Dict[str, str] = field(default_factory=dict)  # mem, gpu, num_threads, time, ...
     config: Optional[str] = None
+
+    @property
+    def num_threads(self) -> int:
+        """The cores each job is given (``--num-threads``; 1, Kaldi's one slot, when not)."""
+        return int(self.options.get("num_threads", "1"))
 
     @property
     def job_ids(self) -> range:
@@ -141,6 +149,10 @@ def parse_args(argv: List[str], prog: str) -> JobRequest:
             f"Options: --max-jobs-run <n> (at most n jobs at a time), --gpu <0|1>, "
             f"--mem <mem>, --num-threads <n>, --config <conf>")
     log = args.pop(0)
+    threads = opts.get("num_threads", "1")
+    if not threads.isdigit() or int(threads) <= 0:
+        raise JobSpecError(f"{prog}: invalid option --num-threads {threads} (a number of "
+                           f"cores, 1 or more)")
     if name is not None and name not in log and end > start:
         raise JobSpecError(f"{prog}: you are trying to run a parallel job but you are putting "
                            f"the output into just one log file ({log})")
@@ -157,13 +169,18 @@ def log_head(command: str) -> str:
     return f"# {command}\n# Started at {date_string()}\n#\n"
 
 
-def log_tail(returncode: int, elapsed: int) -> str:
+def job_environment(num_threads: int) -> Dict[str, str]:
+    """A job's environment: this one, with the cores the job was given."""
+    return dict(os.environ, HYBRIDASR_NUM_THREADS=str(num_threads))
+
+
+def log_tail(returncode: int, elapsed: int, num_threads: int = 1) -> str:
     """The closing lines; a negative return code (killed by a signal) reads like Kaldi's."""
     if returncode < 0:
         code = f"code 0; signal {-returncode}"
     else:
         code = f"code {returncode}"
-    return (f"# Accounting: time={elapsed} threads=1\n"
+    return (f"# Accounting: time={elapsed} threads={num_threads}\n"
             f"# Ended ({code}) at {date_string()}, elapsed time {elapsed} seconds\n")
 
 
@@ -257,12 +274,13 @@ class LocalRunner:
                     # in run.pl's process group, as Kaldi's: a kill of the recipe's group
                     # (kill -9 included) reaches the jobs too, none is left running
                     p = subprocess.Popen(["bash", "-c", f"( {cmd} )"], stdin=subprocess.DEVNULL,
-                                         stdout=f, stderr=subprocess.STDOUT)
+                                         stdout=f, stderr=subprocess.STDOUT,
+                                         env=job_environment(self.req.num_threads))
                     self._procs[job_id] = p
                 rc = p.wait()
             elapsed = int(round(time.time() - t0))
             with open(log, "a", encoding="utf-8") as f:
-                f.write(log_tail(rc, elapsed))
+                f.write(log_tail(rc, elapsed, self.req.num_threads))
             results[job_id] = rc
         except OSError as e:
             print(f"{self.prog}: error running job {job_id} (log {self.req.log_for(job_id)}): "

@@ -19,7 +19,13 @@ class TrainConfig(ObjectiveOptions, DeviceOptions):
                                    minimum=0)
     amp: str = option("none", "none | bf16 (mixed precision on the GPU)",
                       choices=("none", "bf16"))
-    num_threads: int = option(0, "torch CPU threads per process (0: torch's default)")
+    # measured (docs/performance.md, bench/two_jobs.py): torch's default, a thread per core in
+    # every process, made two trainings on 2 cores each run at 0.175x of one alone
+    num_threads: int = option(0, "torch CPU threads of this process (0: the cores it was "
+                                 "given: the job's share of run.pl/slurm.pl --num-threads, "
+                                 "else OMP_NUM_THREADS, else 1, as Kaldi's one slot per job; "
+                                 "never more than its affinity and cgroup quota allow)",
+                              minimum=0)
     parallel: str = option("none", "none | ddp (gradient all-reduce every step) | average "
                                    "(parameter averaging every --sync-every batches); needs "
                                    "torchrun", choices=("none", "ddp", "average"))

@@ -372,8 +372,11 @@ def train(inputs: TrainInputs, dcfg: DataConfig, mcfg: dict, tcfg: TrainConfig,
           schedule, restart: bool = False) -> dict:
     """Trains into ``inputs.exp_dir``, resuming the run there; ``restart``: start over
     (``checkpoint.remove_run``)."""
-    if tcfg.num_threads > 0:
-        torch.set_num_threads(tcfg.num_threads)
+    from hybridasr.utils.threads import apply as apply_threads
+
+    threads = apply_threads(tcfg.num_threads)
+    log.info("using %d CPU threads, %d inter-op (%s)", torch.get_num_threads(),
+             torch.get_num_interop_threads(), threads.reason)
     torch.set_flush_denormal(True)  # denormal LSTM states slow CPUs down many times
     info = init_distributed(tcfg.device, tcfg.parallel)
     try:

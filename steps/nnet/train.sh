@@ -17,6 +17,9 @@ train_config=        # a config file of any train.py options (train.py --config)
 device=              # cpu|cuda|auto (empty: train.py's --device)
 nproc=1              # processes for torchrun (one per GPU); >1 needs --parallel ddp|average
 parallel=            # ddp|average (default with nproc>1: ddp; with 1 process: train.py's)
+num_threads=         # CPU threads per training process; the job asks $cmd for nproc times as
+                     # many (--num-threads). Empty: the cores $cmd gives the job (its
+                     # --num-threads, 1 by default as Kaldi's run.pl) shared among the processes
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --node-rank 0 --rdzv-endpoint host:29400"
 train_opts=          # more train.py options, e.g. "--learning-rate=0.0005 --max-iters=10"
 restart=false        # true: train from scratch (passes train.py --restart=true); false: resume
@@ -42,6 +45,8 @@ Options:
   --device cpu|cuda|auto                 # (default: train.py's)
   --nproc <n>                            # processes/GPUs via torchrun (default: $nproc)
   --parallel ddp|average                 # multi-process scheme (default: ddp when nproc>1)
+  --num-threads <n>                      # CPU threads per training process (default: the
+                                         # job's cores from \$cmd --num-threads, else 1)
   --torchrun-opts "<opts>"               # multi-node rendezvous etc., passed to torchrun
   --train-opts "<opts>"                  # more train.py options
   --restart true|false                   # train from scratch / resume (default: $restart)
@@ -130,9 +135,15 @@ else
   launcher=(train.py)
 fi
 
+cmd_opts=()
+if [ -n "$num_threads" ]; then
+  opts+=(--num-threads="$num_threads")
+  cmd_opts=(--num-threads $((num_threads * nproc)))
+fi
+
 echo "$0: training $dir on $data_tr (cv: $data_cv), targets from $ali_tr"
 # shellcheck disable=SC2086
-$cmd "$train_log" \
+$cmd "${cmd_opts[@]}" "$train_log" \
   "${launcher[@]}" "${opts[@]}" $train_opts "$data_tr" "$data_cv" "$ali_tr" "$ali_cv" "$dir" \
   || { echo "$0: training failed, see $train_log:" >&2;
        grep -E "ERROR|Error" "$train_log" | tail -n 3 >&2 || true; exit 1; }
