@@ -14,7 +14,9 @@ install in ``.venv``; the suites import each other through this package)::
   (``docs/realign_seeds*.md``);
 - ``scale`` (``scale_corpus``, ``scale_gpu``, ``scale_report``): every stage's seconds and peak
   memory at growing synthetic LVCSR corpora, and the GPU section (``--stages import,gpu``)
-  (``docs/performance.md``).
+  (``docs/performance.md``);
+- ``any_dir`` (``any_dir_shapes``): the default recipe on every real Kaldi dir in ../shared and on
+  reshaped copies of them, against each dir's best Kaldi system (``docs/any_dir.md``).
 
 ``bench/`` holds the micro-benchmarks (one script each, JSON lines, nothing written to docs/).
 """

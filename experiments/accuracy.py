@@ -64,6 +64,18 @@ CORPORA: Dict[str, dict] = {
         about="kaldi_digits cut to 1 speaker, 10 training utterances; test: 30 utterances of "
               "that speaker's other sessions (Kaldi's GMM on a real dir of this shape: "
               "23.33%)"),
+    # the real tutorial-sized dirs (read in place: the recipe only reads a Kaldi dir); their
+    # best Kaldi system is the monophone GMM the recipe aligns with by default
+    "tiny_2spk": dict(
+        make=lambda dst: os.symlink(SHARED / "kaldi_tiny_2spk", dst), args=[],
+        graph="exp/mono/graph", sets=["test"], seeds=[777, 1, 2], gmm="exp/mono/decode",
+        about="kaldi_tiny_2spk: digit strings, 2 speakers x 10 training utterances; test 2 "
+              "other speakers x 10 (60 words); Kaldi's best: mono 3.33%, tri1 3.33%"),
+    "tiny_1spk": dict(
+        make=lambda dst: os.symlink(SHARED / "kaldi_tiny_1spk", dst), args=[],
+        graph="exp/mono/graph", sets=["test"], seeds=[777, 1, 2], gmm="exp/mono/decode",
+        about="kaldi_tiny_1spk: digit strings, 1 speaker, 10 training and 10 test utterances "
+              "(30 words); Kaldi's best: mono 23.33%, tri1 26.67%"),
 }
 
 # lever -> recipe options of stages 0-2 ("prep": a recipe dir of its own) and of training, and
@@ -81,6 +93,28 @@ LEVERS: Dict[str, dict] = {
     "speed_perturb": dict(prep=["--feat-type", "mfcc", "--speed-perturb", "true"], train="",
                           about="speed perturbation 0.9/1.0/1.1 of the training data"),
     "fbank_speed_perturb": dict(prep=FBANK_SP, train="", about="both"),
+    # the cv rule (a cv set below MIN_CV_WORDS words is too small to judge an epoch): the
+    # choices before it, on the dirs where it changes them
+    "newbob_small_cv": dict(prep=["--feat-type", "mfcc", "--speed-perturb", "true",
+                                  "--schedule-config", "conf/schedule.conf"], train="",
+                            vs="default", about="the defaults before the cv rule: newbob on a "
+                                                "cv set of 1-2 utterances, speed perturbation"),
+    "all_data_speed_perturb": dict(
+        prep=["--feat-type", "mfcc", "--speed-perturb", "true",
+              "--schedule-config", "conf/schedule_all_data.conf"], train="", vs="default",
+        about="the all-data schedule with speed perturbation"),
+    "mlp_splice": dict(
+        prep=["--model-config", "conf/model/mlp.conf", "--batching-config",
+              "conf/batching/frame_shuffle.conf"], train="--splice=5", vs="default",
+        about="nnet1's MLP (4 x 1024 sigmoid) on frames spliced +-5, frame-shuffled batches"),
+    "chunked": dict(prep=["--batching-config", "conf/batching/chunking.conf"], train="",
+                    vs="default", about="trained on chunks of 100 frames every 50 "
+                                        "(conf/batching/chunking.conf), decoded whole"),
+    "chunked50": dict(prep=["--batching-config", "conf/batching/chunking.conf"],
+                      train="--chunking=50:25", vs="default",
+                      about="trained on chunks of 50 frames every 25, decoded whole"),
+    "all_data_2_epochs": dict(prep=[], train="--max-iters=2", vs="default",
+                              about="the all-data schedule for 2 epochs instead of 4"),
     "dropout": dict(prep=PLAIN, train="--dropout=0.3", about="dropout 0.3 instead of 0.1"),
     "fbank_speed_perturb_wide": dict(prep=FBANK_SP, train="--hidden-size=256",
                                      vs="fbank_speed_perturb",
@@ -121,7 +155,8 @@ def _run(cmd: List[str], cwd: Path, log: Path) -> float:
 
 
 def _prep_name(prep: List[str]) -> str:
-    return "prep_" + ("_".join(a.strip("-").replace("-", "_") for a in prep) or "default")
+    return "prep_" + ("_".join(a.strip("-").replace("-", "_").replace("/", "_")
+                               for a in prep) or "default")
 
 
 def recipe_dir(work: Path, corpus: str, prep: List[str]) -> Path:
@@ -225,8 +260,8 @@ def rule_lines() -> List[str]:
     return [
         "## The defaults: chosen from the training data's size", "",
         "With no options, `./run.sh` measures `data/train` after stage 0 (hours of audio, "
-        "utterances, speakers, and whether stage 2 can hold out a cv set whose words training "
-        "still has) and chooses four options, printing each with its reason and writing them "
+        "utterances, speakers, and the cv set stage 2 would hold out: whether training keeps "
+        "its words, and its utterances, words and frames) and chooses four options, printing each with its reason and writing them "
         "to `data/defaults.json` (copied to `exp/<name>/data_defaults.json`; the values "
         "trained with are in `exp/<name>/train.conf`). Each is overridden by giving it "
         "(`--feat-type`, `--speed-perturb`, `--model-config`, `--schedule-config`); the "
@@ -236,17 +271,22 @@ def rule_lines() -> List[str]:
         "`mfcc` | polish (0.88 h): fbank 2.1% fewer test + cv errors than MFCCs, 4.3% with "
         "speed perturbation (below); 2 speakers / 20 utterances: fbank rejected every "
         "epoch |",
-        "| `--speed-perturb` | `true` where a cv set exists, `false` where every utterance "
-        "is trained on (or the features are the Kaldi dir's) | polish and 2 speakers / 20 "
+        "| `--speed-perturb` | `true` where a cv set judges an epoch, `false` where every "
+        "utterance is trained on (or the features are the Kaldi dir's) | polish and 2 speakers / 20 "
         "utterances gain; 1 speaker / 10 utterances loses |",
         "| `--model-config` | " + "; ".join(tiers) + " | polish (0.88 h): 2 x 256 2.4% fewer "
         "errors than 2 x 128 with fbank + speed perturbation (1.9% with plain MFCCs), for "
         "about 2.5x the training time; the tiny dirs meet their targets with 2 x 128; 3 x 512 "
         "follows nnet1 and RETURNN setups, not measured here |",
         f"| `--schedule-config` | `{dd.SCHEDULE_WITH_CV}` (newbob on the cv loss, Adam "
-        f"0.002, at most 30 epochs) where a cv set exists, else `{dd.SCHEDULE_ALL_DATA}` "
-        "(4 epochs of at least 100 updates at 0.002) | 1 speaker / 10 utterances: newbob "
-        "rejected every epoch |", "",
+        f"0.002, at most 30 epochs) where a cv set judges an epoch (training keeps its words, "
+        f"at least {dd.MIN_CV_UTTERANCES} utterances and {dd.MIN_CV_WORDS} words), else "
+        f"`{dd.SCHEDULE_ALL_DATA}` (every utterance trained on, the cv set for the log only: "
+        "4 epochs of at least 100 updates at 0.002) | 1 speaker / 10 utterances: newbob "
+        "rejected every epoch; kaldi_tiny_2spk / kaldi_tiny_1spk (cv sets of 2 / 1 "
+        "utterances, 6 / 3 words): newbob kept epoch 1, the all-data schedule does better "
+        "(below); kaldi_digits (cv: 10 utterances, 10 words) and polish (54, 734) keep "
+        "newbob |", "",
         "Dropout (0.1) and the learning rate stay as the chosen confs set them: dropout 0.3 "
         "was worse on the tiny dirs and did not help polish, and the rate is Adam's for "
         "every tier.", ""]

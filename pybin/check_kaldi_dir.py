@@ -15,7 +15,11 @@ def get_parser():
                             "~/kaldi/egs/wsj/s5")
     p.add_argument("--train", default="data/train", help="training data dir, inside <kaldi-dir>")
     p.add_argument("--test", default="data/test", help="test data dir, inside <kaldi-dir>")
-    p.add_argument("--lang", default="data/lang", help="lang dir, inside <kaldi-dir>")
+    p.add_argument("--lang", default="data/lang",
+                   help="lang dir, inside <kaldi-dir>; or a dict dir (data/local/dict) the "
+                        "recipe makes its lang dir from (utils/prepare_lang.sh): with a GMM "
+                        "--ali, checked that the phones made from it are the alignment "
+                        "model's")
     p.add_argument("--ali", default="exp/mono_ali",
                    help="GMM alignment dir, inside <kaldi-dir>; none: no GMM (flat start), "
                         "--lang may be a dict dir, no graph needed")

@@ -27,7 +27,7 @@ def get_parser():
 def main(argv=None):
     args = get_parser().parse_args(argv)
     split = split_tr_cv(args.src, args.tr, args.cv, args.cv_spk_percent, args.cv_utt_percent,
-                        args.seed, args.train_all_if_words_lost)
+                        args.seed, args.train_all_if_words_lost, args.train_all)
     n_tr, n_cv = split.counts
     print(f"subset_data_dir_tr_cv.sh: split by {split.by}: {split.note}", file=sys.stderr)
     print(f"subset_data_dir_tr_cv.sh: {n_tr} utterances in {args.tr}, {n_cv} in {args.cv}",

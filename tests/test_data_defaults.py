@@ -103,8 +103,10 @@ def test_choose_defaults_writes_reuses_and_remakes(kaldi_digits, tmp_path, env_w
 
     printed = tool()
     doc = json.loads(out.read_text())
-    assert doc["measured"]["utterances"] == 20 and chosen(doc)["speed_perturb"] == "true"
-    assert "--speed-perturb true  (a cv set exists" in printed
+    # (2 held-out one-digit utterances: a cv set too small to judge an epoch)
+    assert doc["measured"]["utterances"] == 20 and doc["measured"]["cv_words"] == 2
+    assert chosen(doc)["schedule_config"] == "conf/schedule_all_data.conf"
+    assert "--schedule-config conf/schedule_all_data.conf  (the cv set (2 utterance(s)" in printed
     # newer than the data dir: printed as it is, not measured again
     doc["measured"]["split"] = "marker"
     out.write_text(json.dumps(doc))
@@ -151,3 +153,119 @@ def test_recipe_prints_its_choices_and_a_given_option_wins(kaldi_digits, repo_di
     # the inputs of that run are recorded as given: the defaults again are other inputs
     p = run("--stop-stage", "1")
     assert p.returncode != 0 and "feat_type=auto" in p.stderr and "--restart true" in p.stderr
+
+
+# the cv rule: a cv set below MIN_CV_WORDS words cannot judge an epoch (newbob on the 1-2
+# held-out utterances of the tutorial-sized dirs kept epoch 1, 68% cv frame error)
+
+@pytest.mark.parametrize("name,utts,cv_utts,cv_words", [
+    ("kaldi_tiny_2spk", 20, 2, 6), ("kaldi_tiny_1spk", 10, 1, 3)])
+def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name, utts,
+                                                   cv_utts, cv_words):
+    monkeypatch.chdir(shared_dir / "data" / name)
+    doc = dd.choose_for("data/train")
+    m = doc["measured"]
+    # a cv set whose words training keeps exists, but it is a few words
+    assert (m["utterances"], m["cv_utterances"], m["cv_words"]) == (utts, cv_utts, cv_words)
+    assert m["cv_small"] and not m["cv_set"] and m["cv_speakers"] == 0
+    assert 200 < m["cv_frames"] < 500  # 3-digit strings of about 1.5-3 s
+    assert chosen(doc) == {"feat_type": "mfcc", "speed_perturb": "false",
+                           "model_config": "conf/model/blstm_small.conf",
+                           "schedule_config": "conf/schedule_all_data.conf"}
+    why = doc["chosen"]["schedule_config"]["why"]
+    assert f"{cv_words} words" in why and "too small to judge an epoch" in why
+    assert any("--schedule-config conf/schedule_all_data.conf  (the cv set" in ln
+               for ln in dd.describe(doc))
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("kaldi_digits", {"feat_type": "mfcc", "speed_perturb": "true",
+                      "model_config": "conf/model/blstm_small.conf",
+                      "schedule_config": "conf/schedule.conf"}),
+    ("kaldi_polish", {"feat_type": "fbank", "speed_perturb": "true",
+                      "model_config": "conf/model/blstm_medium.conf",
+                      "schedule_config": "conf/schedule.conf"})])
+def test_cv_rule_leaves_digits_and_polish_as_before(shared_dir, monkeypatch, name, expected):
+    """The choices measured before the cv rule (docs/accuracy.md): newbob on their cv sets."""
+    monkeypatch.chdir(shared_dir / "data" / name)
+    doc = dd.choose_for("data/train")
+    m = doc["measured"]
+    assert m["cv_set"] and not m["cv_small"] and m["cv_words"] >= dd.MIN_CV_WORDS
+    assert chosen(doc) == expected
+    if name == "kaldi_digits":  # one held-out speaker: 10 one-digit utterances
+        assert (m["cv_speakers"], m["cv_utterances"], m["cv_words"]) == (1, 10, 10)
+    else:
+        assert m["cv_utterances"] == 54 and m["cv_words"] > 500
+
+
+@pytest.mark.parametrize("utts,words,schedule", [
+    (dd.MIN_CV_UTTERANCES, dd.MIN_CV_WORDS - 1, dd.SCHEDULE_ALL_DATA),
+    (dd.MIN_CV_UTTERANCES - 1, 3 * dd.MIN_CV_WORDS, dd.SCHEDULE_ALL_DATA),  # (yesno-like)
+    (dd.MIN_CV_UTTERANCES, dd.MIN_CV_WORDS, dd.SCHEDULE_WITH_CV)])
+def test_cv_size_thresholds_decide_the_schedule(utts, words, schedule):
+    small = dd.cv_too_small(words, utts)
+    size = dd.DataSize(30, 3, 0.01, not small, "", cv_utterances=utts, cv_words=words,
+                       cv_frames=100 * utts, cv_small=small)
+    got = dd.choose(size)["schedule_config"]
+    assert got["value"] == schedule
+    assert (f"{words} words" in got["why"]) and (("too small" in got["why"]) == small)
+
+
+def test_train_all_puts_the_cv_utterances_into_training(shared_dir, tmp_path, repo_dir,
+                                                        env_with_path):
+    from hybridasr.datadir.tr_cv import plan_tr_cv
+
+    src = shared_dir / "data" / "kaldi_tiny_2spk" / "data" / "train"
+    assert plan_tr_cv(str(src), train_all_if_words_lost=True).counts == (18, 2)
+    split = plan_tr_cv(str(src), train_all_if_words_lost=True, train_all=True)
+    assert split.counts == (20, 2) and {u for u, _ in split.cv} <= {u for u, _ in split.tr}
+    assert "training on all 20 utterances (--train-all" in split.note
+    p = subprocess.run([str(repo_dir / "utils/subset_data_dir_tr_cv.sh"), "--train-all=true",
+                        str(src), str(tmp_path / "tr"), str(tmp_path / "cv")],
+                       env=env_with_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert len((tmp_path / "tr" / "utt2spk").read_text().splitlines()) == 20
+    assert len((tmp_path / "cv" / "utt2spk").read_text().splitlines()) == 2
+
+
+def test_recipe_trains_a_tiny_dir_on_every_utterance(shared_dir, repo_dir, tmp_path,
+                                                     env_with_path):
+    """Stages 0-2 on kaldi_tiny_1spk with the defaults: the all-data schedule, and stage 2's
+    training set holds all 10 utterances (the cv utterance too); a given newbob schedule
+    keeps the cv utterance out of training."""
+    from test_recipe_e2e import make_recipe_copy
+
+    s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+
+    def run(*args):
+        p = subprocess.run(["./run.sh", "--kaldi-dir", str(shared_dir / "data/kaldi_tiny_1spk"),
+                            "--stop-stage", "2", *args], cwd=s5, env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        return p.stdout + p.stderr
+
+    out = run()
+    assert "--schedule-config conf/schedule_all_data.conf  (the cv set (1 utterance(s)" in out
+    tr = (s5 / "data/train_tr90/utt2spk").read_text().splitlines()
+    cv = (s5 / "data/train_cv10/utt2spk").read_text().splitlines()
+    assert len(tr) == 10 and len(cv) == 1 and cv[0] in tr
+    run("--stage", "2", "--schedule-config", "conf/schedule.conf")  # stage 2 made again
+    tr = (s5 / "data/train_tr90/utt2spk").read_text().splitlines()
+    assert len(tr) == 9 and cv[0] not in tr
+
+
+def test_defaults_of_an_earlier_rule_are_chosen_again(shared_dir, tmp_path, monkeypatch):
+    """A data/defaults.json written before the cv rule (no "rule" version, newbob on the tiny
+    dir's 2 cv utterances) is not reused: a rerun in the same recipe dir gets the new rule."""
+    monkeypatch.chdir(shared_dir / "data" / "kaldi_tiny_2spk")
+    out = str(tmp_path / "defaults.json")
+    doc = dd.choose_for("data/train")
+    dd.write_defaults(doc, out)
+    assert dd.is_current(out, "data/train", False)
+    old = dict(doc)
+    del old["rule"]
+    old["chosen"] = dict(doc["chosen"], schedule_config={"value": "conf/schedule.conf",
+                                                         "why": "a cv set exists"})
+    dd.write_defaults(old, out)
+    assert not dd.is_current(out, "data/train", False)

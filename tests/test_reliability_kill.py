@@ -126,15 +126,16 @@ def test_features_recomputed_after_a_skipped_wav_is_fixed(tmp_path, kaldi_digits
     wav_scp.write_text("\n".join(rows) + "\n")
     s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
     env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
-    _, out = run(s5, env, kaldi, "--stop-stage", "1")
+    # (speed copies asked for: the defaults make none for a cv set of 3 one-digit utterances)
+    _, out = run(s5, env, kaldi, "--stop-stage", "1", "--speed-perturb", "true")
     assert "features of only: data/train: 29 of 30; stage 1 stays unfinished" in out, out[-3000:]
     assert len((s5 / "data/train/feats.scp").read_text().splitlines()) == 29
     assert not json.loads((s5 / "data/stage1.json").read_text())["complete"]
-    # the speed copies (a cv set exists: the defaults make them) of the 29 with features
+    # the speed copies of the 29 with features
     assert len((s5 / "data/train_sp/feats.scp").read_text().splitlines()) == 3 * 29
     assert not (s5 / "data/train/.with_feats").exists()  # (the list of those: not left there)
     shutil.copyfile(kaldi / wav, bad)  # fixed
-    _, out = run(s5, env, kaldi, "--stop-stage", "1")
+    _, out = run(s5, env, kaldi, "--stop-stage", "1", "--speed-perturb", "true")
     assert "data/stage1.json: the stage started" in out and "never finished" in out
     feats = (s5 / "data/train/feats.scp").read_text().splitlines()
     assert len(feats) == 30 and any(line.startswith(utt + " ") for line in feats)

@@ -102,13 +102,27 @@ class TrCvOptions:
                                                   "words found nowhere else, train on every "
                                                   "utterance (the cv set is then a part of "
                                                   "the training set)")
+    train_all: bool = option(False, "train on every utterance whatever the split (the cv set, "
+                                    "then a part of the training set, for the log only): "
+                                    "where the cv set is too small to judge an epoch")
 
 
 def plan_tr_cv(src: str, cv_spk_percent: float = TrCvOptions.cv_spk_percent,
                cv_utt_percent: Optional[float] = TrCvOptions.cv_utt_percent,
                seed: int = TrCvOptions.seed,
-               train_all_if_words_lost: bool = TrCvOptions.train_all_if_words_lost
-               ) -> TrCvSplit:
+               train_all_if_words_lost: bool = TrCvOptions.train_all_if_words_lost,
+               train_all: bool = TrCvOptions.train_all) -> TrCvSplit:
+    split = _plan_tr_cv(src, cv_spk_percent, cv_utt_percent, seed, train_all_if_words_lost)
+    trained = {u for u, _ in split.tr}
+    if train_all and any(u not in trained for u, _ in split.cv):
+        split.tr = split.tr + [p for p in split.cv if p[0] not in trained]
+        split.note += (f"; training on all {len(split.tr)} utterances (--train-all: the cv "
+                       f"set, a part of them, for the log only)")
+    return split
+
+
+def _plan_tr_cv(src: str, cv_spk_percent: float, cv_utt_percent: Optional[float], seed: int,
+                train_all_if_words_lost: bool) -> TrCvSplit:
     pairs = [(e.key, e.value) for e in read_utt2spk(src).entries]
     if len(pairs) < 2:
         raise FormatError(f"{src}: {len(pairs)} utterance(s): a training and a cv set need "
@@ -154,10 +168,11 @@ def split_tr_cv(src: str, tr: str, cv: str,
                 cv_spk_percent: float = TrCvOptions.cv_spk_percent,
                 cv_utt_percent: Optional[float] = TrCvOptions.cv_utt_percent,
                 seed: int = TrCvOptions.seed,
-                train_all_if_words_lost: bool = TrCvOptions.train_all_if_words_lost
-                ) -> TrCvSplit:
+                train_all_if_words_lost: bool = TrCvOptions.train_all_if_words_lost,
+                train_all: bool = TrCvOptions.train_all) -> TrCvSplit:
     """Writes the two data dirs; returns the split (its ``note`` says what was done)."""
-    split = plan_tr_cv(src, cv_spk_percent, cv_utt_percent, seed, train_all_if_words_lost)
+    split = plan_tr_cv(src, cv_spk_percent, cv_utt_percent, seed, train_all_if_words_lost,
+                       train_all)
     subset_files(src, tr, split.tr)
     subset_files(src, cv, split.cv)
     return split

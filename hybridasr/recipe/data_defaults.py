@@ -3,9 +3,13 @@
 ``./run.sh`` leaves four choices to this rule unless they are given: ``--feat-type``,
 ``--speed-perturb``, ``--model-config`` (network size and dropout) and ``--schedule-config``
 (learning rate and epochs). The rule reads ``data/train`` after stage 0 (hours of audio,
-utterances, speakers, and whether a cv set can be held out whose words training still has:
-the split of ``utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost``, planned here without
-writing it) and picks, with the reason for each pick:
+utterances, speakers, and the cv set stage 2 will hold out: the split of
+``utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost``, planned here without writing
+it, with its utterances, words, frames and held-out speakers) and picks, with the reason for
+each pick. A cv set *judges an epoch* when training keeps its words and it has at least
+``MIN_CV_UTTERANCES`` utterances and ``MIN_CV_WORDS`` words; one smaller (the 1-2 held-out
+utterances of a tutorial-sized dir) counts as none, and stage 2 then trains on every utterance
+(``--train-all``: the recipe does so with ``conf/schedule_all_data.conf``).
 
 ========================  ======================================  ==========================
 choice                    rule                                    measured on
@@ -14,18 +18,23 @@ feat_type                 fbank from ``FBANK_MIN_HOURS`` of       kaldi_polish (
                           audio, else mfcc                        fbank -2.1% of test+cv
                                                                   errors; 20 digit utterances:
                                                                   fbank rejects every epoch
-speed_perturb             true where a cv set exists, false       polish -3.3%; 2 speakers / 20
-                          where every utterance is trained on     utts: 1.67% vs 3.33%; 1 speaker
-                                                                  / 10 utts (no cv): 17.8% vs 4.4%
+speed_perturb             true where a cv set judges an epoch,    polish -3.3%; 2 speakers / 20
+                          false where every utterance is          utts: 1.67% vs 3.33%; 1 speaker
+                          trained on                              / 10 utts (no cv): 17.8% vs 4.4%
 model_config              ``MODEL_TIERS``: 2x128 BLSTM below      polish: 2x256 -2.4% with fbank
                           0.5 h, 2x256 below 20 h, 3x512 above    + speed copies (both seeds), for
                                                                   2.5x the training time; tiny
-                                                                  dirs meet their targets with
-                                                                  2x128; 3x512: nnet1 / RETURNN
-                                                                  convention, not measured here
-schedule_config           newbob on the cv loss where a cv set    1 speaker / 10 utts: newbob
-                          exists, else 4 fixed epochs             rejects every epoch; fixed:
-                          (``conf/schedule_all_data.conf``)       4.4% over 3 seeds
+                                                                  dirs: 2x128; 3x512: nnet1 /
+                                                                  RETURNN convention, not
+                                                                  measured here
+schedule_config           newbob on the cv loss where a cv set    kaldi_tiny_2spk / _1spk (cv
+                          judges an epoch (``MIN_CV_UTTERANCES``  sets of 2 / 1 utterances):
+                          utterances, ``MIN_CV_WORDS`` words),    newbob kept epoch 1; all
+                          else 4 fixed epochs on every            data, 4 epochs: 3.33/5.00/
+                          utterance (``conf/schedule_all_data``   3.33% and 26.67/40.00/20.00%
+                          ``.conf``)                              over 3 seeds; kaldi_digits
+                                                                  (cv 10 utts, 10 words) and
+                                                                  polish (54, 734) keep newbob
 ========================  ======================================  ==========================
 
 The figures are in ``docs/accuracy.md`` (``python -m experiments.accuracy``). Each choice is
@@ -52,9 +61,17 @@ MODEL_TIERS: Tuple[Tuple[float, str], ...] = (
     (20.0, "conf/model/blstm_medium.conf"),   # 2 x 256
     (float("inf"), "conf/model/blstm.conf"),  # 3 x 512
 )
+# a cv set judges an epoch (newbob keeps or rejects it on its loss) from this many words and
+# utterances: one of 1-2 utterances (3-6 words: kaldi_tiny_*) kept newbob on epoch 1 at 68% cv
+# frame error; kaldi_digits' (10 one-digit utterances of a held-out speaker) and kaldi_polish's
+# (54 sentences, 734 words) steer newbob as measured (docs/accuracy.md)
+MIN_CV_WORDS = 10
+MIN_CV_UTTERANCES = 5
 SCHEDULE_WITH_CV = "conf/schedule.conf"          # newbob on the cv loss
 SCHEDULE_ALL_DATA = "conf/schedule_all_data.conf"  # a fixed schedule, every utterance trained
 CHOICES = ("feat_type", "speed_perturb", "model_config", "schedule_config")
+# the rule's version, written to defaults.json: one chosen by an earlier rule is chosen again
+RULE_VERSION = 2  # 2: the cv set's size (MIN_CV_WORDS)
 
 
 @dataclass
@@ -62,8 +79,20 @@ class DataSize:
     utterances: int
     speakers: int
     hours: float
-    cv_set: bool   # a cv set exists whose words training still has
+    cv_set: bool   # a cv set that can judge an epoch: training keeps its words, it is not small
     split: str     # what the tr/cv split will do (its note)
+    cv_utterances: int = 0  # the cv set stage 2 holds out: its size
+    cv_words: int = 0
+    cv_frames: int = 0      # (10 ms frames of its audio)
+    cv_speakers: int = 0    # speakers held out whole (0: an utterance split)
+    cv_small: bool = False  # a cv set exists whose words training has, but too small to judge
+
+
+def cv_too_small(cv_words: int, cv_utterances: int) -> bool:
+    """Whether a cv set of ``cv_words`` words in ``cv_utterances`` utterances is too small for
+    newbob to judge an epoch on (the frames of one utterance are no independent samples: a
+    few utterances' loss swings with each of them)."""
+    return cv_words < MIN_CV_WORDS or cv_utterances < MIN_CV_UTTERANCES
 
 
 def measure(data: str, seed: int = TrCvOptions.seed) -> DataSize:
@@ -71,13 +100,23 @@ def measure(data: str, seed: int = TrCvOptions.seed) -> DataSize:
     finds them) and the tr/cv split stage 2 will make of it."""
     pairs = read_utt2spk(data).entries
     if has(data, "utt2dur"):  # (the Kaldi dir's, as get_utt2dur.sh leaves it: no audio read)
-        seconds = sum(float(e.value) for e in read_table(data_file(data, "utt2dur")).entries)
+        durs = {e.key: float(e.value) for e in read_table(data_file(data, "utt2dur")).entries}
     else:
-        seconds = sum(d for _, d in utt2dur_entries(data))
+        durs = dict(utt2dur_entries(data))
     split = plan_tr_cv(data, seed=seed, train_all_if_words_lost=True)
+    words = ({e.key: len(e.value.split()) for e in read_table(data_file(data, "text")).entries}
+             if has(data, "text") else {})
+    cv = [u for u, _ in split.cv]
+    cv_words = sum(words.get(u, 0) for u in cv)
+    words_kept = len(split.tr) < len(pairs)
+    small = words_kept and cv_too_small(cv_words, len(cv))
     return DataSize(utterances=len(pairs), speakers=len({e.value for e in pairs}),
-                    hours=round(seconds / 3600.0, 4),
-                    cv_set=len(split.tr) < len(pairs), split=split.note)
+                    hours=round(sum(durs.values()) / 3600.0, 4),
+                    cv_set=words_kept and not small, split=split.note,
+                    cv_utterances=len(cv), cv_words=cv_words,
+                    cv_frames=int(round(100 * sum(durs.get(u, 0.0) for u in cv))),
+                    cv_speakers=len({s for _, s in split.cv}) if split.by == "speaker" else 0,
+                    cv_small=small)
 
 
 def choose(size: DataSize, kaldi_feats: bool = False) -> Dict[str, Dict[str, str]]:
@@ -93,7 +132,13 @@ def choose(size: DataSize, kaldi_feats: bool = False) -> Dict[str, Dict[str, str
                   "MFCCs (fbank rejected every epoch on 20 digit utterances)")}
     if kaldi_feats:
         out["feat_type"]["why"] = "unused: the features are the Kaldi dir's (--use-kaldi-feats)"
-    no_cv = "no cv set whose words training has (every utterance is trained on): "
+    if size.cv_small:
+        no_cv = (f"the cv set ({size.cv_utterances} utterance(s), {size.cv_words} words, "
+                 f"{size.cv_frames} frames) is below {MIN_CV_WORDS} words or "
+                 f"{MIN_CV_UTTERANCES} utterances, too small to judge an epoch (every "
+                 f"utterance is trained on): ")
+    else:
+        no_cv = "no cv set whose words training has (every utterance is trained on): "
     if kaldi_feats:
         out["speed_perturb"] = {"value": "false", "why": "the features are the Kaldi dir's "
                                 "(--use-kaldi-feats true): none are made of perturbed audio"}
@@ -105,7 +150,10 @@ def choose(size: DataSize, kaldi_feats: bool = False) -> Dict[str, Dict[str, str
                                 "10 utterances worse (17.8% against 4.4%)"}
     if size.cv_set:
         out["schedule_config"] = {"value": SCHEDULE_WITH_CV,
-                                  "why": "a cv set exists: newbob on its loss"}
+                                  "why": f"a cv set of {size.cv_utterances} utterances, "
+                                         f"{size.cv_words} words (at least "
+                                         f"{MIN_CV_UTTERANCES} and {MIN_CV_WORDS}): newbob on "
+                                         f"its loss"}
     else:
         out["schedule_config"] = {"value": SCHEDULE_ALL_DATA,
                                   "why": no_cv + "a fixed schedule, no cv loss to steer by"}
@@ -116,7 +164,8 @@ def choose(size: DataSize, kaldi_feats: bool = False) -> Dict[str, Dict[str, str
 
 def choose_for(data: str, kaldi_feats: bool = False, seed: int = TrCvOptions.seed) -> dict:
     size = measure(data, seed)
-    return {"data": data, "kaldi_feats": kaldi_feats, "measured": asdict(size),
+    return {"data": data, "kaldi_feats": kaldi_feats, "rule": RULE_VERSION,
+            "measured": asdict(size),
             "chosen": choose(size, kaldi_feats)}
 
 
@@ -126,8 +175,8 @@ def read_defaults(path: str) -> dict:
 
 
 def is_current(path: str, data: str, kaldi_feats: bool) -> bool:
-    """``path`` was made from ``data`` as it is now (newer than its files) and the same
-    features choice."""
+    """``path`` was made from ``data`` as it is now (newer than its files), the same
+    features choice and this version of the rule."""
     if not os.path.isfile(path):
         return False
     stamp = os.path.getmtime(path)
@@ -139,7 +188,8 @@ def is_current(path: str, data: str, kaldi_feats: bool) -> bool:
         doc = read_defaults(path)
     except (OSError, ValueError):
         return False
-    return doc.get("data") == data and doc.get("kaldi_feats") == kaldi_feats
+    return (doc.get("data") == data and doc.get("kaldi_feats") == kaldi_feats
+            and doc.get("rule") == RULE_VERSION)
 
 
 def write_defaults(doc: dict, path: str) -> None:
@@ -151,8 +201,11 @@ def write_defaults(doc: dict, path: str) -> None:
 def describe(doc: dict) -> List[str]:
     """The lines the recipe prints: what was measured, each choice and why."""
     m = doc["measured"]
+    cv = "yes" if m["cv_set"] else ("too small to judge an epoch" if m.get("cv_small") else "no")
+    size = (f": {m['cv_utterances']} utterance(s), {m['cv_words']} words, {m['cv_frames']} "
+            f"frames" if "cv_words" in m else "")
     lines = [f"{doc['data']}: {m['utterances']} utterances of {m['speakers']} speaker(s), "
-             f"{m['hours']:.3g} h; cv set: {'yes' if m['cv_set'] else 'no'} ({m['split']})"]
+             f"{m['hours']:.3g} h; cv set: {cv}{size} ({m['split']})"]
     for name in CHOICES:
         c = doc["chosen"][name]
         lines.append(f"  --{name.replace('_', '-')} {c['value']}  ({c['why']})")

@@ -52,7 +52,9 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
 
     ``ali`` "none" (no GMM): no alignment or graph is needed, and ``lang`` may be a dict dir
     (``facts["lang_kind"]``: "lang" or "dict"); without a ``G.fst`` in it an LM must be given
-    (``lm_given``)."""
+    (``lm_given``). With a GMM ``lang`` may be a dict dir too (the recipe makes its lang dir
+    with ``utils/prepare_lang.sh``; the graph brings its own words): the phones made from it
+    must be the alignment model's (``hybridasr.recipe.dict_phones``)."""
     problems: List[str] = []
     facts: dict = {"kaldi_dir": os.path.abspath(kaldi_dir)}
 
@@ -81,8 +83,21 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
             raise HybridAsrError(f"Kaldi dir {kaldi_dir} cannot be used:\n  " +
                                  "\n  ".join(problems))
         return facts
-    need(os.path.join(lang, "words.txt"), "lang dir word list")
-    need(os.path.join(lang, "phones.txt"), "lang dir phone list")
+    dict_dir, dict_complete = None, False
+    if _lang_kind(os.path.join(kaldi_dir, lang)) == "dict":
+        # the recipe makes data/lang from it (utils/prepare_lang.sh); checked below that its
+        # phones are the alignment model's
+        dict_dir = os.path.join(kaldi_dir, lang)
+        facts["lang_kind"] = "dict"
+        dict_complete = _need_dict_files(dict_dir, problems)
+    else:
+        need(os.path.join(lang, "words.txt"), "lang dir word list")
+        need(os.path.join(lang, "phones.txt"), "lang dir phone list")
+        if not os.path.exists(os.path.join(kaldi_dir, lang)) and \
+                _lang_kind(os.path.join(kaldi_dir, "data/local/dict")) == "dict":
+            problems.append(f"there is no lang dir {os.path.join(kaldi_dir, lang)}, but a dict "
+                            f"dir: give --lang data/local/dict (the recipe makes its lang dir "
+                            f"from it with utils/prepare_lang.sh)")
     if not os.path.exists(os.path.join(kaldi_dir, ali)) and \
             not os.path.isdir(os.path.join(kaldi_dir, "exp")):
         problems.append(f"the Kaldi dir has no exp/ (no GMM system): use --ali none to train "
@@ -101,7 +116,10 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
         except HybridAsrError as e:
             problems.append(str(e))
         else:
-            _check_ali_phones(ali_dir, os.path.join(kaldi_dir, lang), problems)
+            if dict_dir is None:
+                _check_ali_phones(ali_dir, os.path.join(kaldi_dir, lang), problems)
+            elif dict_complete:
+                _check_ali_dict_phones(ali_dir, dict_dir, problems)
     graph_pdfs = os.path.join(kaldi_dir, graph, "num_pdfs")
     graph_mdl = os.path.join(kaldi_dir, os.path.dirname(graph.rstrip("/")), "final.mdl")
     if os.path.exists(graph_pdfs):
@@ -127,21 +145,50 @@ _LANG_FILES = ("words.txt", "phones.txt", "L.fst", "topo", "oov.int", "phones/se
 _DICT_FILES = ("silence_phones.txt", "nonsilence_phones.txt", "optional_silence.txt")
 
 
+def _lang_kind(d: str) -> Optional[str]:
+    """"lang" (L.fst or words.txt there), "dict" (else a lexicon there) or None."""
+    if os.path.exists(os.path.join(d, "L.fst")) or os.path.exists(os.path.join(d, "words.txt")):
+        return "lang"
+    if any(os.path.exists(os.path.join(d, f)) for f in ("lexicon.txt", "lexiconp.txt")):
+        return "dict"
+    return None
+
+
+def _need_dict_files(d: str, problems: List[str]) -> bool:
+    """Whether the dict dir has its phone lists (each one missing is a problem)."""
+    missing = [os.path.join(d, f) for f in _DICT_FILES if not os.path.exists(os.path.join(d, f))]
+    problems.extend(f"missing dict dir file: {p}" for p in missing)
+    return not missing
+
+
+def _check_ali_dict_phones(ali_dir: str, dict_dir: str, problems: List[str]) -> None:
+    """The phones prepare_lang.sh makes from the dict dir are the alignment model's."""
+    from hybridasr.align.importer import check_phones
+    from hybridasr.kaldi.transition_model import read_transition_model
+    from hybridasr.recipe.dict_phones import check_dict_fits_model
+
+    try:
+        tm = read_transition_model(os.path.join(ali_dir, "final.mdl"))
+        check_phones(ali_dir, tm)  # the ali dir's phones.txt is its model's
+        check_dict_fits_model(dict_dir, ali_dir, tm.topology.phones)
+    except HybridAsrError as e:
+        problems.append(str(e))
+
+
 def _check_lang_or_dict(kaldi_dir: str, lang: str, lm_given: bool, problems: List[str],
                         facts: dict) -> None:
     d = os.path.join(kaldi_dir, lang)
-    if os.path.exists(os.path.join(d, "L.fst")) or os.path.exists(os.path.join(d, "words.txt")):
+    kind = _lang_kind(d)
+    if kind == "lang":
         facts["lang_kind"] = "lang"
         for f in _LANG_FILES:
             if not os.path.exists(os.path.join(d, f)):
                 problems.append(f"missing lang dir file: {os.path.join(d, f)}")
         if not os.path.exists(os.path.join(d, "G.fst")) and not lm_given:
             problems.append(f"the lang dir {d} has no G.fst: give --lm-arpa or --lm-text")
-    elif any(os.path.exists(os.path.join(d, f)) for f in ("lexicon.txt", "lexiconp.txt")):
+    elif kind == "dict":
         facts["lang_kind"] = "dict"
-        for f in _DICT_FILES:
-            if not os.path.exists(os.path.join(d, f)):
-                problems.append(f"missing dict dir file: {os.path.join(d, f)}")
+        _need_dict_files(d, problems)
         if not lm_given:
             problems.append(f"--lang {lang} is a dict dir (no G.fst): give --lm-arpa or "
                             f"--lm-text")

@@ -25,22 +25,24 @@ stop_stage=5
 kaldi_dir=           # default: ../shared/data/kaldi_digits beside the hybridasr checkout
 train=data/train     # the names below are inside --kaldi-dir
 test=data/test
-lang=data/lang
+lang=data/lang       # a lang dir, or a dict dir (data/local/dict) to make data/lang from
 ali=exp/mono_ali      # none: no GMM, flat start (stage 2)
 graph=exp/mono/graph # with --ali none: made here (exp/<name>/graph, exp/flat/graph)
 gmm_decode=          # the GMM system's decode dir to compare with (default: <graph>/../decode)
 use_kaldi_feats=false
 feat_type=auto       # mfcc|fbank|auto (auto: after stage 0, from data/train's size:
                      # data/defaults.json, hybridasr/recipe/data_defaults.py)
-feat_config=         # default: <kaldi-dir>/conf/<feat-type>.conf, else conf/<feat-type>.conf
-                     # (fbank: at the sample frequency of <kaldi-dir>/conf/mfcc.conf)
+feat_config=         # default: data/<feat-type>.conf at the audio's sample rate (wav headers):
+                     # <kaldi-dir>/conf/<feat-type>.conf where its rate fits, else it (or
+                     # conf/<feat-type>.conf) with the rate replaced; mixed rates resampled
 nj=2
 model_config=auto    # auto: by data/train's hours (data/defaults.json): conf/model/blstm_small.conf
                      # (2x128) below 0.5 h, blstm_medium.conf (2x256) below 20 h, else blstm.conf
 batching_config=conf/batching.conf
 schedule_config=auto # auto: conf/schedule.conf (newbob on the cv loss), or where stage 2 trains
                      # on every utterance (a corpus too small to hold out a cv set whose words
-                     # training has, e.g. 10 utterances of 10 digits) conf/schedule_all_data.conf
+                     # training has, e.g. 10 utterances of 10 digits, or one too small to judge
+                     # an epoch: under 5 utterances or 10 words) conf/schedule_all_data.conf
 device=cpu           # cpu|cuda|auto (training and decoding)
 nproc=1              # processes (GPUs) for torchrun; >1 uses torch.distributed
 parallel=            # with --nproc > 1: ddp (default) | average
@@ -110,6 +112,12 @@ speed_perturb=auto   # auto: true where a cv set can be held out (data/defaults.
                      # each copy's frames) and data/train_sp_tr90 (the 3 copies of every
                      # data/train_tr90 utterance; data/train_cv10 stays unperturbed), stage 3
                      # trains on it (realignment rounds and sequence training keep data/train)
+# speaker adaptation: fMLLR features of a SAT GMM, as nnet1's steps/nnet/make_fmllr_feats.sh
+fmllr=auto           # auto: true when --ali is a SAT dir (trans.* beside ali.*.gz) | true | false.
+                     # true: stage 1 makes data/train and data/test the GMM's fMLLR features
+                     # (its own MFCC+CMVN (cmvn_opts), splice_opts, final.mat, per-speaker
+                     # trans.*: --ali's for train, the decode dir beside --graph's for test);
+                     # needs mfcc features (Kaldi's conf/mfcc.conf) and no speed perturbation
 # End configuration section.
 
 help_message="Usage: $0 [options]
@@ -120,7 +128,9 @@ Options (default):
   --stage N / --stop-stage M   # run stages N..M ($stage..$stop_stage)
   --kaldi-dir DIR              # an existing Kaldi s5 dir (../shared/data/kaldi_digits)
   --train, --test, --lang      # data dirs inside it ($train, $test, $lang)
-  --ali, --graph               # GMM alignment dir and graph dir inside it ($ali, $graph)
+  --ali, --graph               # GMM alignment dir and graph dir inside it ($ali, $graph);
+                               # --lang may be a dict dir (data/local/dict): stage 0 makes
+                               # data/lang from it (utils/prepare_lang.sh), its phones the GMM's
   --ali none                   # no GMM: flat start, own tree and graphs; --lang may then be a
                                # dict dir (lexicon.txt, *_phones.txt: e.g. data/local/dict)
   --flat-objective fullsum|ce  # --ali none: the first flat-start network's ($flat_objective)
@@ -162,6 +172,8 @@ Options (default):
   --speed-perturb true|false|auto # stage 3 trains on data/train_sp_tr90: data/train_tr90 at speeds 0.9, 1.0, 1.1
                                # (cv unperturbed, no copy of a cv utterance in training)
                                # ($speed_perturb: true where a cv set can be held out)
+  --fmllr true|false|auto      # train/decode on the SAT GMM's fMLLR features ($fmllr; auto: true
+                               # when --ali has trans.*; test transforms: <graph>/../decode*/trans.*)
   --ctc true|false             # also a CTC network over sentencepiece units, exp/<name>_ctc ($ctc)
   --ctc-units-config, --ctc-model-config, --ctc-train-config  # its confs (conf/ctc/*.conf)
   --ctc-acwt S, --ctc-decode-opts \"...\", --ctc-scoring-opts \"...\", --ctc-beam-size N  # its decoding
@@ -213,40 +225,68 @@ kaldi_dir=$(cd "$kaldi_dir" && pwd -P)
 [ -z "$gmm_decode" ] && gmm_decode=$(dirname "$graph")/decode
 dir=exp/$exp_name
 
-# the features' conf: --feat-config, else <kaldi-dir>/conf/<feat-type>.conf, else the recipe's
+# the features' conf, made when stage 1 runs: --feat-config as given; else data/<feat-type>.conf
+# at the audio's sample rate (make_feat_config.py reads the wav headers of data/train and
+# data/test): <kaldi-dir>/conf/<feat-type>.conf where its rate (none named: Kaldi's 16000) fits
+# the audio, else it, or without one the recipe's conf/<feat-type>.conf, with the audio's rate;
+# mixed rates resampled to the most common one (--allow-downsample/--allow-upsample, counted).
+# Rewritten only when it changes. --use-kaldi-feats true computes none: the conf is only recorded.
 resolve_feat_config() {
-  [ -n "$feat_config" ] && return
-  feat_config=conf/$feat_type.conf
-  [ -f "$kaldi_dir/conf/$feat_type.conf" ] && feat_config=$kaldi_dir/conf/$feat_type.conf
-  return 0
-}
-# fbank without a conf/fbank.conf in the Kaldi dir: the recipe's (40 mel bins) at the sample
-# frequency of the Kaldi dir's conf/mfcc.conf (data/fbank.conf, rewritten only when it changes)
-localize_fbank_config() {
-  if [ "$feat_type" == fbank ] && [ "$feat_config" == conf/fbank.conf ] &&
-     [ -f "$kaldi_dir/conf/mfcc.conf" ]; then
-    local rate
-    rate=$(sed -n 's/^--sample[-_]frequency=\([0-9.]*\).*/\1/p' "$kaldi_dir/conf/mfcc.conf" | tail -n 1)
-    if [ -n "$rate" ]; then
-      mkdir -p data
-      { grep -v -e '^--sample[-_]frequency' conf/fbank.conf
-        echo "--sample-frequency=$rate  # from $kaldi_dir/conf/mfcc.conf"; } > data/fbank.conf.$$
-      if cmp -s data/fbank.conf.$$ data/fbank.conf; then rm data/fbank.conf.$$
-      else mv data/fbank.conf.$$ data/fbank.conf; fi  # (.$$: recipe dirs may share data/)
-      feat_config=data/fbank.conf
-    fi
+  [ -n "$feat_config" ] && return 0
+  if [ $use_kaldi_feats == true ]; then
+    feat_config=conf/$feat_type.conf
+    [ -f "$kaldi_dir/conf/$feat_type.conf" ] && feat_config=$kaldi_dir/conf/$feat_type.conf
+    return 0
   fi
+  make_feat_config.py --kaldi-conf="$kaldi_dir/conf/$feat_type.conf" \
+    --recipe-conf=conf/$feat_type.conf $feat_type data/$feat_type.conf data/train data/test
+  feat_config=data/$feat_type.conf
 }
+# --fmllr: auto is true when --ali is a SAT dir (per-speaker trans.* of fMLLR transforms);
+# true forces the GMM's own MFCC features and no speed perturbation (the copies have no transforms)
+case "$fmllr" in
+  true|false|auto) ;;
+  *) echo "$0: --fmllr is true, false or auto, not '$fmllr'" >&2; exit 1 ;;
+esac
+sat=false
+[ "$ali" != none ] && [ -f "$kaldi_dir/$ali/trans.1" ] && sat=true
+if [ "$fmllr" == auto ]; then
+  fmllr=$sat
+  if [ $sat == true ]; then
+    echo "$0: --fmllr true (auto: $ali is a SAT dir, with trans.*: training and decoding on its fMLLR features)"
+  fi
+elif [ "$fmllr" == true ] && [ $sat == false ]; then
+  echo "$0: --fmllr true needs a SAT --ali dir (trans.* beside ali.*.gz); $kaldi_dir/$ali has no trans.1" >&2
+  exit 1
+fi
+if [ "$fmllr" == true ]; then
+  case "$feat_type" in
+    auto) feat_type=mfcc; echo "$0: --feat-type mfcc (--fmllr true: the GMM's own features)" ;;
+    mfcc) ;;
+    *) echo "$0: --fmllr true: the fMLLR transforms apply to the GMM's own features (mfcc), not $feat_type" >&2; exit 1 ;;
+  esac
+  if [ -z "$feat_config" ] && [ $use_kaldi_feats == false ] && [ ! -f "$kaldi_dir/conf/mfcc.conf" ]; then
+    echo "$0: --fmllr true: $kaldi_dir has no conf/mfcc.conf, the GMM's MFCC options: give" \
+      "--feat-config or --use-kaldi-feats true" >&2
+    exit 1
+  fi
+  case "$speed_perturb" in
+    auto) speed_perturb=false
+          echo "$0: --speed-perturb false (--fmllr true: the perturbed copies have no fMLLR transforms)" ;;
+    true) echo "$0: --speed-perturb true and --fmllr true: the perturbed copies have no fMLLR" \
+            "transforms; give --fmllr false or --speed-perturb false" >&2; exit 1 ;;
+  esac
+fi
 # What data/ and exp/ were made from: a later run with another Kaldi dir, alignment or features
 # would mix its stages with the old outputs (each stage skips what exists), so it is refused,
 # naming --restart; --restart true removes data/ exp/ mfcc/ fbank/ and starts over.
 inputs="kaldi_dir=$kaldi_dir train=$train test=$test lang=$lang ali=$ali graph=$graph"
-[ "$feat_type" != auto ] && resolve_feat_config
+# (feat_config: --feat-config as given; the conf made from the audio is stage 1's input)
 inputs="$inputs use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type feat_config=$feat_config"
 inputs="$inputs num_leaves=$num_leaves lm_arpa=$lm_arpa lm_text=$lm_text lm_order=$lm_order"
 [ "$speed_perturb" != false ] && inputs="$inputs speed_perturb=$speed_perturb"  # (issue 30)
+[ "$fmllr" == true ] && inputs="$inputs fmllr=true"
 check_recipe_inputs "$inputs" "$restart" data exp mfcc fbank
-[ "$feat_type" != auto ] && localize_fbank_config
 
 # paths given inside --kaldi-dir, or absolute
 in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
@@ -254,6 +294,13 @@ gmm=true; [ "$ali" == none ] && gmm=false
 lang_dir=$kaldi_dir/$lang    # the lang dir of alignment and training
 lang_test=$lang_dir          # the lang dir whose G.fst the graphs use
 graph_dir=$kaldi_dir/$graph  # the graph of the recipe's network
+if [ $gmm == true ] && [ ! -f "$lang_dir/L.fst" ] && [ ! -f "$lang_dir/words.txt" ] && \
+    { [ -f "$lang_dir/lexicon.txt" ] || [ -f "$lang_dir/lexiconp.txt" ]; }; then
+  # a dict dir beside a GMM: stage 0 makes data/lang from it (utils/prepare_lang.sh), checked
+  # to have the alignment model's phones; decoding keeps --graph (its own words.txt)
+  lang_dir=data/lang
+  lang_test=$lang_dir
+fi
 if [ $gmm == false ]; then
   [ -f "$lang_dir/L.fst" ] || lang_dir=data/lang  # made from --lang's dict dir in stage 0
   lang_test=$lang_dir
@@ -293,11 +340,7 @@ resolve_data_defaults() {
   chosen=$(json_get.py data/defaults.json chosen.feat_type.value chosen.speed_perturb.value \
     chosen.model_config.value chosen.schedule_config.value 2>/dev/null)
   read -r -d '' x1 x2 x3 x4 <<< "$chosen" || true
-  if [ "$feat_type" == auto ]; then
-    feat_type=$x1
-    resolve_feat_config
-    localize_fbank_config
-  fi
+  [ "$feat_type" == auto ] && feat_type=$x1
   [ "$speed_perturb" == auto ] && speed_perturb=$x2
   case "$model_config" in auto|'') model_config=$x3 ;; esac
   case "$schedule_config" in auto|'') schedule_config=$x4 ;; esac
@@ -353,7 +396,8 @@ decode_and_score() {
   done
 }
 
-# --ali none: data/lang from --lang's dict dir, data/lang_test with G.fst from --lm-arpa/--lm-text
+# data/lang from --lang's dict dir (--ali none, or a GMM with a dict dir), and with --ali none
+# data/lang_test with G.fst from --lm-arpa/--lm-text
 make_lang_dirs() {
   local dict=$kaldi_dir/$lang oov=$oov_word w arpa lexicon=/dev/null
   if [ "$lang_dir" == data/lang ]; then
@@ -406,7 +450,7 @@ if run_stage 0; then
   # is redone (only what resumes by itself is kept: a training's state, finished decodes)
   stage_begin data/stage0.json use_kaldi_feats=$use_kaldi_feats lm_arpa=$lm_arpa \
     lm_text=$lm_text oov_word=$oov_word "$kaldi_dir/$train" "$kaldi_dir/$test" \
-    $([ $gmm == false ] && echo "$kaldi_dir/$lang")
+    $({ [ $gmm == false ] || [ "$lang_dir" == data/lang ]; } && echo "$kaldi_dir/$lang")
   [ $stage_status == done ] || rm -rf data/train data/test
   for x in train test; do
     [ $x == train ] && src=$train || src=$test
@@ -418,21 +462,80 @@ if run_stage 0; then
     import_data_dir.py --keep-feats=$use_kaldi_feats "$kaldi_dir" "$kaldi_dir/$src" data/$x
     echo "$stamp" > data/$x/.imported
   done
-  if [ $gmm == false ]; then
+  if [ $gmm == false ] || [ "$lang_dir" == data/lang ]; then
     make_lang_dirs
   fi
   stage_finish data/stage0.json
 fi
 resolve_data_defaults
+if run_stage 1; then resolve_feat_config; fi  # (the audio is in data/train and data/test)
+
+# --fmllr true (stage 1): data/train and data/test hold the SAT GMM's fMLLR features (nnet1's
+# steps/nnet/make_fmllr_feats.sh), made from the GMM's own features in data/<set>_gmm (the Kaldi
+# dir's feats.scp with --use-kaldi-feats true, else MFCC computed with its conf) with --ali's
+# cmvn_opts, splice_opts, final.mat and trans.*: --ali's for train, for test those of the first
+# decode dir beside --graph covering its speakers (else --ali's when they cover them, else none:
+# the unadapted LDA+MLLT features, with a note); fake CMVN stats on them, as nnet1 applies no
+# per-speaker CMVN to fMLLR features. data/train_cv10 (stage 2) is a subset of data/train.
+make_fmllr_data() {
+  local x src tdir cands d
+  for x in train test; do
+    if [ -s data/$x/feats.scp ] && [ -s data/$x/cmvn.scp ] && [ -f data/$x/fmllr_from ]; then
+      echo "data/$x already has fMLLR features ($(cat data/$x/fmllr_from)): skipping"
+      continue
+    fi
+    if [ ! -s data/${x}_gmm/feats.scp ] || [ ! -s data/${x}_gmm/cmvn.scp ]; then
+      rm -rf data/${x}_gmm
+      [ $x == train ] && src=$train || src=$test
+      import_data_dir.py --keep-feats=$use_kaldi_feats "$kaldi_dir" "$kaldi_dir/$src" data/${x}_gmm
+      if [ ! -s data/${x}_gmm/feats.scp ]; then
+        steps/make_mfcc.sh --nj $nj --cmd "$train_cmd" --mfcc-config "$feat_config" \
+          data/${x}_gmm exp/make_mfcc/${x}_gmm mfcc
+        steps/compute_cmvn_stats.sh data/${x}_gmm exp/make_mfcc/${x}_gmm mfcc
+      fi
+    fi
+    if [ $x == train ]; then
+      tdir=$kaldi_dir/$ali
+    else
+      cands="$kaldi_dir/$gmm_decode"
+      for d in "$kaldi_dir/$(dirname "$graph")"/decode*; do
+        [ -d "$d" ] && [ "$d" != "$kaldi_dir/$gmm_decode" ] && cands="$cands $d"
+      done
+      # shellcheck disable=SC2086
+      tdir=$(choose_transform_dir.py data/test_gmm $cands)
+      if [ -z "$tdir" ]; then
+        tdir=$(choose_transform_dir.py data/test_gmm "$kaldi_dir/$ali" 2>/dev/null)
+        if [ -n "$tdir" ]; then
+          echo "$0: note: no decode dir beside $graph holds fMLLR transforms of every speaker of" \
+            "data/test: using those of $ali (the same speakers' transforms from their training data)"
+        else
+          echo "$0: note: no fMLLR transforms for the speakers of data/test (in $cands or $ali):" \
+            "decoding on the unadapted LDA+MLLT features of $ali (the network is trained on" \
+            "adapted ones: expect a worse WER; decode data/test with the SAT GMM first," \
+            "steps/decode_fmllr.sh, to get its trans.*)"
+        fi
+      fi
+    fi
+    echo "$0: data/$x: fMLLR features (${tdir:-no transforms}) from data/${x}_gmm"
+    rm -f data/$x/feats.scp data/$x/cmvn.scp data/$x/utt2num_frames data/$x/fmllr_from
+    steps/nnet/make_fmllr_feats.sh --nj $nj --cmd "$train_cmd" ${tdir:+--transform-dir "$tdir"} \
+      data/$x data/${x}_gmm "$kaldi_dir/$ali" exp/make_fmllr/$x fmllr
+    steps/compute_cmvn_stats.sh --fake true data/$x exp/make_fmllr/$x fmllr
+    echo "${tdir:-none}" > data/$x/fmllr_from
+  done
+}
 
 if run_stage 1; then
   banner 1 "features ($([ $use_kaldi_feats == true ] && echo "the Kaldi dir's" || echo "$feat_type, $feat_config")) and CMVN stats"
   stage_begin data/stage1.json use_kaldi_feats=$use_kaldi_feats feat_type=$feat_type \
-    "$feat_config" data/train/wav.scp data/test/wav.scp data/train/utt2spk data/test/utt2spk
+    "$feat_config" data/train/wav.scp data/test/wav.scp data/train/utt2spk data/test/utt2spk \
+    $([ $fmllr == true ] && echo "fmllr=true $kaldi_dir/$ali $kaldi_dir/$gmm_decode")
   if [ $stage_status != done ] && [ $use_kaldi_feats == false ]; then
     for x in train test; do rm -f data/$x/feats.scp data/$x/cmvn.scp data/$x/utt2num_frames; done
     rm -rf data/train_sp  # (made from data/train's utterances with features, below)
   fi
+  [ $stage_status != done ] && rm -rf data/train_gmm data/test_gmm data/train/fmllr_from data/test/fmllr_from
+  if [ $fmllr == true ]; then make_fmllr_data; fi
   for x in train test; do
     if [ -s data/$x/feats.scp ] && [ -s data/$x/cmvn.scp ]; then
       echo "data/$x already has feats.scp and cmvn.scp: skipping"
@@ -493,10 +596,14 @@ if run_stage 1 && [ "$speed_perturb" == true ]; then
   [ -s data/train_sp/utt2num_frames ] || utils/data/get_utt2num_frames.sh data/train_sp
 fi
 
+# the all-data schedule (given, or chosen where the cv set is too small to judge an epoch)
+# trains on every utterance: stage 2 puts the cv set's utterances into data/train_tr90 too
+train_all=false
+[ "$schedule_config" == conf/schedule_all_data.conf ] && train_all=true
 if run_stage 2; then
   if [ $gmm == true ]; then
     stage_begin data/stage2.json ali=$ali "$kaldi_dir/$ali" data/train/feats.scp \
-      data/train/utt2spk data/train/text
+      data/train/utt2spk data/train/text $([ $train_all == true ] && echo train_all=true)
   else  # (the flat start resumes by itself: kept unless made from other inputs)
     stage_begin data/stage2.json flat_objective=$flat_objective flat_rounds=$flat_rounds \
       flat_first_subset=$flat_first_subset num_leaves=$num_leaves \
@@ -557,13 +664,15 @@ if run_stage 2 && [ $gmm == true ]; then
   if [ -s exp/ali_train/targets.scp ]; then
     echo "exp/ali_train already holds the imported alignments: skipping"
   else
-    steps/import_ali.sh "$kaldi_dir/$ali" data/train exp/ali_train
+    steps/import_ali.sh --lang "$lang_dir" "$kaldi_dir/$ali" data/train exp/ali_train
   fi
   if [ -s data/train_tr90/feats.scp ] && [ -s data/train_cv10/feats.scp ]; then
     echo "data/train_tr90 and data/train_cv10 exist: skipping"
   else
-    utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost=true data/train data/train_tr90 \
-      data/train_cv10
+    # (the all-data schedule trains on every utterance: the cv set, too small to judge an
+    # epoch, is for the log only; hybridasr/recipe/data_defaults.py)
+    utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost=true --train-all=$train_all \
+      data/train data/train_tr90 data/train_cv10
   fi
   stage_finish data/stage2.json
 fi
