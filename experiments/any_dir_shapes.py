@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from experiments.kaldi_shapes import make_data_dir, real_model, write_wav_copy
+from experiments.kaldi_shapes import make_data_dir, read_kv, real_model, write_kv, write_wav_copy
 from hybridasr.align.alignments import iter_alignment_dir
 from hybridasr.kaldi.io.intvec import encode_int_vector
 from hybridasr.recipe.summary import best_wer
@@ -40,27 +40,11 @@ def best_kaldi_system(kaldi_dir: Path) -> Optional[Tuple[float, str, str]]:
     return best
 
 
-def _table(path: Path) -> Dict[str, str]:
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            k, _, v = line.partition(" ")
-            out[k] = v.strip()
-    return out
-
-
-def _write_table(path: Path, rows: Dict[str, str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for k in sorted(rows, key=lambda s: s.encode()):
-            f.write(f"{k} {rows[k]}\n")
-
-
 def _write_spk2utt(d: Path) -> None:
     spk2utt: Dict[str, List[str]] = {}
-    for u, s in sorted(_table(d / "utt2spk").items(), key=lambda kv: kv[0].encode()):
+    for u, s in sorted(read_kv(d / "utt2spk").items(), key=lambda kv: kv[0].encode()):
         spk2utt.setdefault(s, []).append(u)
-    _write_table(d / "spk2utt", {s: " ".join(us) for s, us in spk2utt.items()})
+    write_kv(d / "spk2utt", {s: " ".join(us) for s, us in spk2utt.items()})
 
 
 def flattened_links(src: Path) -> Dict[str, str]:
@@ -140,7 +124,7 @@ def resampled_copy(src: Path, dst: Path, rate: int = 44100, stale_fbank_rate: in
     sets = list(sets)
     linked_copy(src, dst, sets + ["conf/mfcc.conf", "conf/fbank.conf"])
     for s in sets:
-        make_data_dir(src, s, dst, s, list(_table(src / s / "wav.scp")), rate=rate)
+        make_data_dir(src, s, dst, s, list(read_kv(src / s / "wav.scp")), rate=rate)
     mfcc = (src / "conf/mfcc.conf").read_text()
     write_conf(dst / "conf" / "mfcc.conf", with_rate(mfcc, rate))
     write_conf(dst / "conf" / "fbank.conf",
@@ -156,13 +140,13 @@ def mixed_copy(src: Path, dst: Path, sets: Iterable[str] = ("data/train", "data/
     sets = list(sets)
     linked_copy(src, dst, sets)
     for s in sets:
-        wav = _table(src / s / "wav.scp")
+        wav = read_kv(src / s / "wav.scp")
         out = {}
         for i, u in enumerate(sorted(wav, key=lambda k: k.encode())):
             path = dst / "audio" / s / f"{u}.wav"
             write_wav_copy(src / wav[u], path, rate=rates[i % 2], stereo=(i // 2) % 2 == 1)
             out[u] = str(path.relative_to(dst))
-        _write_table(dst / s / "wav.scp", out)
+        write_kv(dst / s / "wav.scp", out)
         for name in ("text", "utt2spk"):
             shutil.copyfile(src / s / name, dst / s / name)
         _write_spk2utt(dst / s)
@@ -176,12 +160,12 @@ def replicated_copy(src: Path, dst: Path, copies: int = 10, ali: str = "exp/mono
     the utterance), the wavs the same files, and ``ali`` holding the GMM's alignment of each
     replica under its new id (model, tree as the real ones)."""
     linked_copy(src, dst, [train, ali])
-    wav, text, u2s = (_table(src / train / n) for n in ("wav.scp", "text", "utt2spk"))
+    wav, text, u2s = (read_kv(src / train / n) for n in ("wav.scp", "text", "utt2spk"))
     new = {u: [f"r{k:02d}-{u}" for k in range(1, copies + 1)] for u in wav}
     d = dst / train
-    _write_table(d / "wav.scp", {n: wav[u] for u in wav for n in new[u]})
-    _write_table(d / "text", {n: text[u] for u in wav for n in new[u]})
-    _write_table(d / "utt2spk", {n: f"{n.split('-')[0]}-{u2s[u]}" for u in wav for n in new[u]})
+    write_kv(d / "wav.scp", {n: wav[u] for u in wav for n in new[u]})
+    write_kv(d / "text", {n: text[u] for u in wav for n in new[u]})
+    write_kv(d / "utt2spk", {n: f"{n.split('-')[0]}-{u2s[u]}" for u in wav for n in new[u]})
     _write_spk2utt(d)
     src_ali, dst_ali = src / ali, dst / ali
     dst_ali.mkdir(parents=True)

@@ -31,7 +31,7 @@ def real_model(exp_dir: Path) -> Path:
     return final
 
 
-def _table(path: Path) -> Dict[str, str]:
+def read_kv(path: Path) -> Dict[str, str]:
     out = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
@@ -40,7 +40,7 @@ def _table(path: Path) -> Dict[str, str]:
     return out
 
 
-def _write(path: Path, rows: Dict[str, str]) -> None:
+def write_kv(path: Path, rows: Dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         for k in sorted(rows, key=lambda s: s.encode()):
@@ -73,9 +73,9 @@ def make_data_dir(src_kaldi: Path, src_data: str, dst_kaldi: Path, dst_data: str
     else the recipe-relative wav paths point at a link to the source audio."""
     src = src_kaldi / src_data
     keep = set(utts)
-    wav = {k: v for k, v in _table(src / "wav.scp").items() if k in keep}
-    text = {k: v for k, v in _table(src / "text").items() if k in keep}
-    utt2spk = {k: v for k, v in _table(src / "utt2spk").items() if k in keep}
+    wav = {k: v for k, v in read_kv(src / "wav.scp").items() if k in keep}
+    text = {k: v for k, v in read_kv(src / "text").items() if k in keep}
+    utt2spk = {k: v for k, v in read_kv(src / "utt2spk").items() if k in keep}
     if spk_of:
         utt2spk = {u: spk_of(u, s) for u, s in utt2spk.items()}
     if rate or stereo:
@@ -89,13 +89,13 @@ def make_data_dir(src_kaldi: Path, src_data: str, dst_kaldi: Path, dst_data: str
             if not link.exists():
                 link.symlink_to(src_kaldi / top)
     d = dst_kaldi / dst_data
-    _write(d / "wav.scp", wav)
-    _write(d / "text", text)
-    _write(d / "utt2spk", utt2spk)
+    write_kv(d / "wav.scp", wav)
+    write_kv(d / "text", text)
+    write_kv(d / "utt2spk", utt2spk)
     spk2utt: Dict[str, List[str]] = {}
     for u in sorted(utt2spk, key=lambda s: s.encode()):
         spk2utt.setdefault(utt2spk[u], []).append(u)
-    _write(d / "spk2utt", {s: " ".join(us) for s, us in spk2utt.items()})
+    write_kv(d / "spk2utt", {s: " ".join(us) for s, us in spk2utt.items()})
 
 
 def make_ali_dir(src_ali: Path, dst_ali: Path, utt2spk: Dict[str, str], num_jobs: int = 1,
@@ -146,7 +146,7 @@ def digits_dir(shared_digits: Path, dst: Path, train_spk: Sequence[str],
     dst.mkdir(parents=True)
     spk_of = (lambda u, s: s.split("_")[0]) if person_speakers else None
     for part, src, spks in (("train", "train", train_spk), ("test", test_from, test_spk)):
-        u2s = _table(shared_digits / "data" / src / "utt2spk")
+        u2s = read_kv(shared_digits / "data" / src / "utt2spk")
         make_data_dir(shared_digits, f"data/{src}", dst, f"data/{part}",
                       [u for u, s in u2s.items() if s in spks], spk_of, rate, stereo)
     (dst / "conf").mkdir()
@@ -156,7 +156,7 @@ def digits_dir(shared_digits: Path, dst: Path, train_spk: Sequence[str],
     (dst / "conf" / "mfcc.conf").write_text(conf)
     _link_lang_and_graph(shared_digits, dst, "exp/mono")
     make_ali_dir(shared_digits / "exp" / "mono_ali", dst / "exp" / "mono_ali",
-                 _table(dst / "data" / "train" / "utt2spk"), ali_jobs, ali_binary,
+                 read_kv(dst / "data" / "train" / "utt2spk"), ali_jobs, ali_binary,
                  extra_utts=extra_ali_utts)
     return dst
 
@@ -167,16 +167,16 @@ def polish_dir(shared_polish: Path, dst: Path, train_utts: Sequence[str],
     (10 utterances of one speaker), lang, tri1 graph/decode and the tri1 alignments."""
     dst.mkdir(parents=True)
     make_data_dir(shared_polish, "data/train", dst, "data/train", train_utts)
-    test = _table(shared_polish / "data" / "test" / "utt2spk")
+    test = read_kv(shared_polish / "data" / "test" / "utt2spk")
     make_data_dir(shared_polish, "data/test", dst, "data/test", list(test))
     (dst / "conf").mkdir()
     shutil.copyfile(shared_polish / "conf" / "mfcc.conf", dst / "conf" / "mfcc.conf")
     _link_lang_and_graph(shared_polish, dst, "exp/tri1")
     make_ali_dir(shared_polish / "exp" / "tri1", dst / "exp" / "tri1_ali",
-                 _table(dst / "data" / "train" / "utt2spk"), ali_jobs, ali_binary,
+                 read_kv(dst / "data" / "train" / "utt2spk"), ali_jobs, ali_binary,
                  model_name="35.mdl", extra_utts=3)
     return dst
 
 
 def utt_durations(shared_kaldi: Path, data: str) -> Dict[str, float]:
-    return {k: float(v) for k, v in _table(shared_kaldi / data / "utt2dur").items()}
+    return {k: float(v) for k, v in read_kv(shared_kaldi / data / "utt2dur").items()}
