@@ -65,7 +65,8 @@ def test_tiny_2spk_fbank_at_16k(recipe, shared_dir):
     """16 kHz, 39 of 40 wavs stereo, conf/mfcc.conf naming no rate, no conf/fbank.conf: the
     recipe's fbank conf (8 kHz) was taken as it is before and stage 1 failed."""
     s5, env = recipe
-    kaldi = shared_dir / "data" / "kaldi_tiny_2spk"
+    # (resolved: run.sh names the Kaldi dir by its physical path, and CI's shared/ is a link)
+    kaldi = (shared_dir / "data" / "kaldi_tiny_2spk").resolve()
     assert "sample" not in (kaldi / "conf/mfcc.conf").read_text()
     assert not (kaldi / "conf/fbank.conf").exists()
     out = run_to_stage1(s5, env, kaldi, "--feat-type", "fbank")
