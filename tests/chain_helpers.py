@@ -23,6 +23,20 @@ CHAIN_TOPO = """<Topology>
 """
 
 
+def fst_accepts(fst, labels) -> bool:
+    """Some path of ``fst`` (FstArrays) from the start spells ``labels`` and ends in a final
+    state (weights ignored)."""
+    cur = np.zeros(fst.num_states, dtype=bool)
+    cur[fst.start] = True
+    for lab in labels:
+        ok = cur[fst.src] & (fst.ilabel == lab)
+        cur = np.zeros(fst.num_states, dtype=bool)
+        cur[fst.dst[ok]] = True
+        if not cur.any():
+            return False
+    return bool(np.any(cur & np.isfinite(fst.final)))
+
+
 def digits_phone_seqs(kaldi_digits: Path) -> List[List[int]]:
     ali = f"ark:gunzip -c {kaldi_digits / 'exp/mono_ali/ali.1.gz'}|"
     return [s for _, s in alignment_phone_sequences(str(kaldi_digits / "exp/mono_ali/final.mdl"),

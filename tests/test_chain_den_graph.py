@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chain_helpers import CHAIN_TOPO, digits_phone_seqs
+from chain_helpers import CHAIN_TOPO, digits_phone_seqs, fst_accepts
 from hybridasr.chain.den_graph import (initial_probs, make_den_fst, make_den_fsts,
                                        normalization_fst, write_fst)
 from hybridasr.chain.phone_lm import estimate_phone_lm
@@ -15,19 +15,6 @@ from hybridasr.kaldi.io.io_funcs import KaldiObjectWriter, read_kaldi_object
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
 from hybridasr.tree.model import build_transition_model, monophone_tree, read_topology
-
-
-def _accepts(fst: FstArrays, labels) -> bool:
-    """Some path from the start spells ``labels`` (weights ignored, final state reached)."""
-    cur = np.zeros(fst.num_states, dtype=bool)
-    cur[fst.start] = True
-    for lab in labels:
-        ok = cur[fst.src] & (fst.ilabel == lab)
-        cur = np.zeros(fst.num_states, dtype=bool)
-        cur[fst.dst[ok]] = True
-        if not cur.any():
-            return False
-    return bool(np.any(cur & np.isfinite(fst.final)))
 
 
 def test_den_fst_accepts_the_real_pdf_alignments(kaldi_digits, tmp_path):
@@ -49,7 +36,7 @@ def test_den_fst_accepts_the_real_pdf_alignments(kaldi_digits, tmp_path):
     n = 0
     for utt, a in read_int_vectors(ali):
         pdf1 = tm.tid2pdf[a] + 1
-        assert _accepts(den, pdf1), utt
+        assert fst_accepts(den, pdf1), utt
         n += 1
     assert n == 120
     # initial probs: a distribution over all states
@@ -127,5 +114,5 @@ def test_chain_topology_reads_writes_and_builds_a_den_graph(kaldi_digits, tmp_pa
     labels = []
     for p in seq:
         labels += [tree.compute([p], 0) + 1] + [tree.compute([p], 1) + 1] * 2
-    assert _accepts(den, labels)
-    assert not _accepts(den, [tree.compute([seq[0]], 1) + 1] + labels)
+    assert fst_accepts(den, labels)
+    assert not fst_accepts(den, [tree.compute([seq[0]], 1) + 1] + labels)

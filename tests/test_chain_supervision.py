@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from chain_helpers import CHAIN_TOPO, brute_force_num
+from chain_helpers import CHAIN_TOPO, brute_force_num, fst_accepts
 from hybridasr.align.phones import phone_segments
 from hybridasr.chain.chunks import chunk_ranges, parse_chunk_widths
 from hybridasr.chain.num_forward_backward import NumGraphs, num_log_prob
@@ -54,16 +54,6 @@ def _paths(fst):
     return out
 
 
-def _accepts(fst, labels):
-    cur = np.zeros(fst.num_states, dtype=bool)
-    cur[fst.start] = True
-    for lab in labels:
-        ok = cur[fst.src] & (fst.ilabel == lab)
-        cur = np.zeros(fst.num_states, dtype=bool)
-        cur[fst.dst[ok]] = True
-    return bool(np.any(cur & np.isfinite(fst.final)))
-
-
 def _pdf_seq(tree, phones, durs):
     """pdf-id + 1 per frame of a chain-topology path with these phone lengths."""
     out = []
@@ -80,7 +70,7 @@ def test_accepts_the_subsampled_alignment(setup):
         sup = alignment_supervision(old, ali, tree, tm, opts, utt)
         new = convert_alignment(old, tm, tree, ali, frame_subsampling_factor=3)
         assert sup.num_frames == len(new) == (len(ali) + 2) // 3
-        assert _accepts(sup.fst, tm.tid2pdf[new] + 1), utt
+        assert fst_accepts(sup.fst, tm.tid2pdf[new] + 1), utt
         assert np.all(np.diff(sup.frames) >= 0) and sup.frames[sup.fst.start] == 0
         assert np.all(sup.frames[sup.fst.dst] == sup.frames[sup.fst.src] + 1)
         assert np.all(sup.fst.weight == 0)
@@ -114,7 +104,7 @@ def test_tolerance_five_allows_shifts_up_to_five_frames(setup):
                 shifted = list(durs)
                 shifted[i] += d
                 shifted[i + 1] -= d
-                assert _accepts(sup.fst, _pdf_seq(tree, phones, shifted)) == (abs(d) <= 5), \
+                assert fst_accepts(sup.fst, _pdf_seq(tree, phones, shifted)) == (abs(d) <= 5), \
                     (utt, i, d)
             tested += 1
     assert tested >= 5
