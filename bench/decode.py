@@ -31,7 +31,7 @@ path: kaldi-hmm-gmm's Python API neither returns nor determinizes the lattice), 
 does: search, phone-first determinization, the CompactLattice). One JSON line per decoder and
 corpus: seconds (best of ``--repeats``), ``ratio_to_kaldi``, peak RSS and its growth while
 decoding, and whether every best path (words, transition-ids, cost) is Kaldi's. kaldi-hmm-gmm
-takes FSTs only from kaldifst 1.7.17, which the bench installs on first use (pip, into
+takes FSTs only from kaldifst 1.7.17, which ``install.sh`` installs beside the venv (into
 .venv/kaldifst-1.7.17); kaldi-hmm-gmm builds the monophone transition model from the topology
 and phones/sets.int, checked against exp/mono_ali/final.mdl's.
 
@@ -204,15 +204,10 @@ def _worker(spec):
             "peak_rss_mb": peak, "paths": {u: p for u, p in paths.items() if p is not None}}
 
 
-def _install_kaldifst_17():
-    if (KALDIFST_17 / "kaldifst").is_dir():
-        return
-    import subprocess
-
-    print(f"bench/decode.py: installing kaldifst 1.7.17 into {KALDIFST_17} (the kaldifst "
-          f"whose FSTs kaldi-hmm-gmm 1.1.4 takes)", file=sys.stderr, flush=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--target", str(KALDIFST_17), "kaldifst==1.7.17"], check=True)
+def _check_kaldifst_17():
+    if not (KALDIFST_17 / "kaldifst").is_dir():
+        sys.exit(f"bench/decode.py: --against-kaldi needs kaldifst 1.7.17 (the kaldifst whose "
+                 f"FSTs kaldi-hmm-gmm 1.1.4 takes) in {KALDIFST_17}: run ./install.sh")
 
 
 def against_kaldi(args):
@@ -224,7 +219,7 @@ def against_kaldi(args):
 
     from hybridasr.kaldi.transition_model import read_transition_model
 
-    _install_kaldifst_17()
+    _check_kaldifst_17()
     for corpus in args.against_kaldi.split(","):
         kdir = REPO.parent / "shared" / "data" / f"kaldi_{corpus}"
         if not kdir.exists():

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Costs of sequence training (issue 28), each against its baseline measured in the same run:
+"""Costs of sequence training, each against its baseline measured in the same run:
 
 - ``denlats``: steps/nnet/make_denlats.sh on a data dir (unigram graph of its transcripts,
   lattices with nnet1's beams) against decoding the same audio with the same beams on the

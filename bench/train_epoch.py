@@ -23,7 +23,7 @@ Prints one JSON line::
 (``returnn_fps`` and ``ratio`` are null, with ``returnn_error`` saying why, when RETURNN is
 not there: it is not a dependency of hybridasr; ``pip install --target DIR --no-deps returnn
 dm-tree h5py`` and pass ``--returnn-path DIR``.) The default size (60 utterances) runs in
-about 2 minutes on 2 CPU cores; ``--utts 200`` is the setup quoted in the training issue.
+about 2 minutes on 2 CPU cores; ``--utts 200`` is the larger setup of the throughput target.
 """
 from __future__ import annotations
 

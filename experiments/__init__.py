@@ -19,4 +19,6 @@ install in ``.venv``; the suites import each other through this package)::
   reshaped copies of them, against each dir's best Kaldi system (``docs/any_dir.md``).
 
 ``bench/`` holds the micro-benchmarks (one script each, JSON lines, nothing written to docs/).
+``experiments/tests/`` checks the suites themselves (``.venv/bin/python -m pytest -q -n 0
+experiments/tests``; the toolkit's tests in ``tests/`` import nothing from here).
 """

@@ -1,4 +1,4 @@
-"""The accuracy bench (issue 30): what each lever of the recipe buys, per Kaldi dir, written to
+"""The accuracy bench: what each lever of the recipe buys, per Kaldi dir, written to
 ``docs/accuracy.md``.
 
 Per corpus (a Kaldi dir from ../shared, whole or cut to a shape newcomers try first) and per

@@ -1,4 +1,6 @@
-"""Build real Kaldi s5 dirs of other shapes from the ones in ../shared, in a tmp dir.
+"""Build real Kaldi s5 dirs of other shapes from the ones in ../shared, in a tmp dir (the
+accuracy bench's; tests/kaldi_shapes.py builds the same shapes for the tests, which import
+nothing from experiments/).
 
 Everything is made from the real files: audio (linked, or resampled and written as 16-bit
 wav), data-dir tables filtered to the chosen speakers, the real lang dir and graph (linked),

@@ -1,4 +1,4 @@
-"""Realignment rounds over several seeds (issue 16): does a network retrained on its own
+"""Realignment rounds over several seeds: does a network retrained on its own
 alignment score a WER no worse than the first network?
 
 A 10-utterance test set cannot tell two models 1 to 3 words apart, so every model is scored

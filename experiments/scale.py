@@ -1,4 +1,4 @@
-"""LVCSR scale: seconds and peak RSS of every stage at growing corpus sizes (issue 15).
+"""LVCSR scale: seconds and peak RSS of every stage at growing corpus sizes.
 
 For each size a synthetic corpus shaped like an LVCSR one is written with the toolkit's own
 writers: log-normal lengths (mean 700 frames, sd 300), 40-dim features compressed as

@@ -8,7 +8,7 @@ On the corpus of the size being run (its first ``--gpu-utts`` utterances), one w
 - ``gpu bare <dtype>``: a bare cuDNN loop on the same batches (taken from our loader once,
   untimed, and moved to the device before timing): one bidirectional ``nn.LSTM`` of the same
   size and a ``Linear``, cross-entropy, backward, fused Adam. Nothing else happens in it, so it
-  is the upper bound for the model size; ``ratio`` = ours / bare (the issue asks >= 0.9);
+  is the upper bound for the model size; ``ratio`` = ours / bare (the target is >= 0.9);
 - ``gpu loader w<N>``: our loader alone over the epoch with N workers (a GPU machine's cores
   less one): the frames per second it can feed.
 

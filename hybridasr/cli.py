@@ -3,9 +3,7 @@
 Options are ``--name=value`` (or ``--name value``); ``_`` and ``-`` are equivalent in names;
 ``--config=file.conf`` is read first and the command line wins over it; booleans take
 ``true``/``false`` (Kaldi's spelling). A config line naming an unknown option is an error that
-names the file and line. An option renamed so that one setting has one name in every tool
-keeps its old spelling (``add_renamed_option``): accepted, with one warning naming the new
-one. Entry points log to stderr with time and level and print their own command line first,
+names the file and line. Entry points log to stderr with time and level and print their own command line first,
 so a ``run.pl`` log explains itself.
 
 A ``pybin/`` script looks like this::
@@ -37,7 +35,7 @@ from typing import Callable, List, Optional, Sequence
 
 from hybridasr.errors import ConfigError, HybridAsrError
 from hybridasr.kaldi.conf import normalize_option_name, read_config_file, write_config_file
-from hybridasr.options import OptionSpec, Renamed, option_specs, renamed_options, to_bool
+from hybridasr.options import OptionSpec, option_specs, to_bool
 
 
 def str2bool(value) -> bool:
@@ -75,58 +73,15 @@ def add_bool(parser, name: str, default: bool, help: str = "",
                         metavar="true|false", help=help, **kwargs_dest)
 
 
-class _RenamedOption(argparse.Action):
-    """An old spelling of an option (see ``add_renamed_option``): sets ``dest`` (through
-    ``convert``) and warns, once per parser, naming the new spelling."""
-
-    def __init__(self, option_strings, dest, new: str = "", convert=None, note: str = "",
-                 **kwargs):
-        kwargs["default"] = argparse.SUPPRESS  # never hides the new option's default
-        super().__init__(option_strings, dest, **kwargs)
-        self.new, self.convert, self.note, self.warned = new, convert, note, False
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        value = self.convert(values) if self.convert else values
-        if not self.warned:
-            self.warned = True
-            how = self.note or (f"{self.option_strings[0]}={values} is {self.new}={value}"
-                                if self.convert else "")
-            logging.getLogger(parser.prog).warning(
-                "%s is deprecated: use %s%s", self.option_strings[0], self.new,
-                f" ({how})" if how else "")
-        setattr(namespace, self.dest, value)
-
-
-def add_renamed_option(parser, old: str, new: str, convert: Optional[Callable] = None,
-                       dest: Optional[str] = None, note: str = "", **kwargs) -> None:
-    """Accepts ``old`` (e.g. ``--use-gpu``), the former spelling of option ``new``
-    (``--device``, registered first), on the command line and in config files: it sets
-    ``new``'s value, ``convert(value)`` when given, and warns once that ``new`` is the name.
-    With ``dest`` the old option keeps a value of its own (absent from the namespace unless
-    given) for the caller to translate, e.g. two old options that became one. ``kwargs``
-    (``type``, ...) are argparse's; by default the new option's ``type`` when no ``convert``."""
-    target = parser._option_string_actions.get(new)
-    if target is None:
-        raise ValueError(f"add_renamed_option: {new} must be registered before {old}")
-    if convert is None and dest is None:
-        kwargs.setdefault("type", target.type)
-    parser.add_argument(old, action=_RenamedOption, dest=dest or target.dest, new=new,
-                        convert=convert, note=note, metavar=kwargs.pop("metavar", "VALUE"),
-                        help=f"deprecated spelling of {new}", **kwargs)
-
-
 def add_options(parser, declared, title: Optional[str] = None) -> None:
     """Registers the options a dataclass declares (``hybridasr.options.option`` fields, see
     there), or a list of ``OptionSpec``: command-line arguments and conf-file keys with the
-    declared defaults, choices and help, then the class's ``RENAMED`` old spellings.
-    ``title``: an argument group of that name for ``--help``."""
+    declared defaults, choices and help. ``title``: an argument group of that name for
+    ``--help``."""
     specs = declared if isinstance(declared, (list, tuple)) else option_specs(declared)
     target = parser.add_argument_group(title) if title else parser
     for s in specs:
         add_option_spec(target, s)
-    if not isinstance(declared, (list, tuple)):
-        for r in renamed_options(declared):
-            add_renamed(parser, r)
 
 
 def add_option_spec(parser, spec: OptionSpec) -> None:
@@ -138,12 +93,6 @@ def add_option_spec(parser, spec: OptionSpec) -> None:
              f'"{spec.default}"' if spec.type is str else spec.default)
     parser.add_argument(spec.flag, dest=spec.dest, type=spec.type, default=spec.default,
                         choices=spec.choices, help=f"{spec.help} (default: {shown})")
-
-
-def add_renamed(parser, r: Renamed) -> None:
-    kwargs = {"type": r.type} if r.type is not None else {}
-    add_renamed_option(parser, r.old, r.new, convert=r.convert, dest=r.dest, note=r.note,
-                       **kwargs)
 
 
 def _normalize_argv(argv: Sequence[str]) -> List[str]:
@@ -267,8 +216,7 @@ def options_dict(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
             skip.add(action.dest)
     out = {}
     for action in parser._actions:
-        if not action.option_strings or action.dest in skip or \
-                isinstance(action, _RenamedOption):  # old spellings are never written
+        if not action.option_strings or action.dest in skip:
             continue
         out[action.dest] = getattr(args, action.dest, None)
     return out

@@ -15,17 +15,17 @@ with an error that names the option. Library modules never import
         max_iters: int = option(20, "most epochs", minimum=1)
         halving_factor: float = option(0.5, "rate factor", above=0.0, maximum=1.0)
         optimizer: str = option("adam", "optimizer", choices=("adam", "sgd"))
-        RENAMED: ClassVar[tuple] = (Renamed("--max-epochs", "--max-iters"),)
 
 An option's command-line name is its field name with ``-`` for ``_`` (``--learning-rate``),
-or ``name=`` when it must differ. ``Renamed`` keeps an old spelling working with a warning.
+or ``name=`` when it must differ. Named parts with options of their own (models, schedules,
+batching strategies, objectives, feature types) are chosen through ``hybridasr.registry``.
 """
 from __future__ import annotations
 
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from hybridasr.errors import ConfigError
 
@@ -71,19 +71,6 @@ class OptionSpec:
         if self.maximum is not None and not value <= self.maximum:
             raise ConfigError(f"{self.flag}={value}: must be <= {self.maximum:g}")
         return value
-
-
-@dataclass(frozen=True)
-class Renamed:
-    """An old spelling ``old`` of option ``new``: accepted (``convert(value)`` when given)
-    with one warning. With ``dest`` the old option keeps a value of its own for the caller
-    to translate (two old options that became one)."""
-    old: str
-    new: str
-    convert: Optional[Callable[[str], Any]] = None
-    note: str = ""
-    dest: Optional[str] = None
-    type: Optional[type] = None
 
 
 def option(default: Any, help: str, *, choices: Optional[Iterable] = None,
@@ -133,10 +120,6 @@ def option_specs(cls_or_obj) -> List[OptionSpec]:
                               meta["minimum"], meta["name"], meta.get("maximum"),
                               meta.get("above")))
     return out
-
-
-def renamed_options(cls) -> Sequence[Renamed]:
-    return tuple(getattr(cls, "RENAMED", ()))
 
 
 def defaults(cls) -> Dict[str, Any]:

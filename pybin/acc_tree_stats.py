@@ -36,7 +36,8 @@ def main(argv=None):
     from hybridasr.kaldi.io.intvec import read_int_vectors
     from hybridasr.kaldi.transition_model import read_transition_model
     from hybridasr.options import from_values
-    from hybridasr.tree.stats import accumulate_tree_stats, write_tree_stats
+    from hybridasr.tree.accumulate import accumulate_tree_stats
+    from hybridasr.tree.stats import write_tree_stats
 
     opts = from_values(TreeStatsOptions, args)
     opts.check()

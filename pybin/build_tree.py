@@ -5,7 +5,7 @@ gmm-init-model: a context-dependent decision tree from tree statistics and a lan
 
 from hybridasr.cli import add_bool, add_options, make_parser, run_main
 from hybridasr.tree.build import BuildTreeOptions
-from hybridasr.tree.questions import ClusterPhonesOptions
+from hybridasr.tree.phone_clustering import ClusterPhonesOptions
 from hybridasr.tree.stats import ContextOptions
 
 
@@ -57,8 +57,8 @@ def main(argv=None):
     from hybridasr.options import from_values
     from hybridasr.tree.build import build_from_lang
     from hybridasr.tree.model import build_transition_model, read_topology
-    from hybridasr.tree.questions import (parse_pdf_class_list, write_questions_int,
-                                          write_questions_qst)
+    from hybridasr.tree.phone_clustering import parse_pdf_class_list
+    from hybridasr.tree.questions import write_questions_int, write_questions_qst
     from hybridasr.tree.stats import read_tree_stats
     from hybridasr.utils.atomic import atomic_open
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Kaldi's compute-mfcc-feats and compute-fbank-feats: features from wav.scp into an ark/scp
 (see --help). ``compute_fbank_feats.py`` is a link to this file: the name it is called by
-chooses the feature type (``FEATURE_KINDS``)."""
+chooses the feature type (``FEATURE_TYPES``)."""
 import os
 
 from hybridasr.cli import add_options, make_parser, run_main
 from hybridasr.features.make_feats import FeatureTableOptions, compute_feature_table
-from hybridasr.features.options import FEATURE_KINDS
+from hybridasr.features.types import FEATURE_TYPES
 
 KIND = os.path.basename(__file__).split("_")[1]  # compute_<kind>_feats.py
-OPTIONS = FEATURE_KINDS[KIND]
+OPTIONS = FEATURE_TYPES.options_class(KIND)
 
 
 def get_parser():

@@ -4,7 +4,7 @@ nnet1 ``nnet-forward --no-softmax --class-frame-counts`` semantics) as a Kaldi m
 
 
 from hybridasr.cli import add_options, make_parser, run_main
-from hybridasr.decode.forward import ForwardOptions, OutputRateOptions
+from hybridasr.decode.forward import ChainOutputOptions, ForwardOptions, OutputRateOptions
 from hybridasr.decode.loglikes import PriorOptions
 
 
@@ -22,6 +22,7 @@ def get_parser():
                    help="Kaldi model (final.mdl) to check the number of pdfs against")
     add_options(p, ForwardOptions)
     add_options(p, OutputRateOptions, "output")
+    add_options(p, ChainOutputOptions, "chain models")
     p.add_argument("model_in")
     p.add_argument("data_dir")
     p.add_argument("loglikes_wspecifier")
@@ -32,7 +33,7 @@ def main(argv=None):
     import logging
 
     from hybridasr.decode.forward import (chunk_options, device_for, forward_dataset,
-                                          load_model_and_data)
+                                          is_chain_model, load_model_and_data)
     from hybridasr.decode.loglikes import load_log_priors
     from hybridasr.kaldi.io.table_writer import MatrixWriter
     from hybridasr.errors import FormatError
@@ -55,7 +56,9 @@ def main(argv=None):
     with MatrixWriter(args.loglikes_wspecifier) as writer:
         summary = forward_dataset(model, dataset, device, writer.write, num_pdfs, log_priors,
                                   args.prior_scale, chunks,
-                                  model_rate=args.output_rate == "model")
+                                  model_rate=args.output_rate == "model",
+                                  chain=is_chain_model(meta, args.chain),
+                                  loglike_scale=args.loglike_scale)
     logging.getLogger("forward.py").info(
         "forwarded %d utterances, %d frames in %.2fs", summary.num_utts, summary.num_frames,
         summary.elapsed)

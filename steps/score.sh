@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Scores a decode dir for a range of LM weights (acoustic scale 1/LMWT), like Kaldi's
-# local/score.sh: <decode-dir>/scoring/LMWT.tra (word ids), <decode-dir>/wer_LMWT in
-# compute-wer's format, <decode-dir>/scoring/test_filt.txt (the filtered reference).
+# Scores a decode dir for a range of LM weights (acoustic scale 1/LMWT) and word insertion
+# penalties, like Kaldi's steps/score_kaldi.sh: <decode-dir>/wer_LMWT_WIP in compute-wer's format
+# and <decode-dir>/scoring/penalty_WIP/LMWT.tra (word ids) for each penalty WIP (by default
+# 0.0,0.5,1.0, score_kaldi.sh's), the best (LMWT, WIP) being the dir's WER; with one penalty
+# (--word-ins-penalty 0.0, or scoring that re-decodes 1-best) <decode-dir>/wer_LMWT and
+# scoring/LMWT.tra, as Kaldi's older local/score.sh; <decode-dir>/scoring/test_filt.txt (the
+# filtered reference).
 # Lattices (lat.*.gz, Kaldi's or latgen_faster_mapped.py's) are rescored with Kaldi's lattice
 # tools when they are on PATH, else in one pass by lattice_best_path_sweep.py (which also writes
 # <decode-dir>/decode_summary.json: lattice density, oracle WER). The embedded decoder's output
@@ -17,7 +21,9 @@ min_lmwt=4            # hybrid models want low LM weights (Kaldi nnet1 sweeps 4.
 max_lmwt=15
 ref_normalize=false   # true: reference words outside words.txt read as alignment reads them
                       # (lower-cased, without punctuation); false: as given, as Kaldi scores
-word_ins_penalty=0.0  # comma-separated: several give wer_LMWT_WIP, scoring/penalty_WIP/LMWT.tra
+word_ins_penalty=     # comma-separated; several give wer_LMWT_WIP, scoring/penalty_WIP/LMWT.tra.
+                      # Default: 0.0,0.5,1.0 on lattices (Kaldi's score_kaldi.sh), 0.0 where
+                      # scoring re-decodes 1-best (no lattices: no penalty there)
 lattices=auto         # auto: the decode dir's lat.1.gz, else made from loglikes.*.scp when the
                       # toolkit's C++ lattice decoder is built, else (with a warning) 1-best
                       # re-decoding | true: lattices (an error without the C++ one) |
@@ -46,7 +52,8 @@ Options:
   --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
   --min-lmwt <int>             # smallest LM weight (default: $min_lmwt)
   --max-lmwt <int>             # largest LM weight (default: $max_lmwt)
-  --word-ins-penalty <list>    # word insertion penalties, lattices only (default: $word_ins_penalty)
+  --word-ins-penalty <list>    # word insertion penalties, lattices only (default: 0.0,0.5,1.0
+                               # on lattices, as Kaldi's score_kaldi.sh; 0.0 without them)
   --ref-normalize true|false   # reference words outside words.txt read as alignment reads
                                # them (default: $ref_normalize, Kaldi's: as given)
   --lattices auto|true|false   # lattices (decode once) or 1-best re-decoding (default: $lattices)
@@ -91,7 +98,6 @@ if [ "$n_norm" -gt 0 ] && ! $ref_normalize; then
     "--ref-normalize true reads them as alignment does (scoring/reference.json)" >&2
 fi
 
-pens=${word_ins_penalty//,/ }
 # tra_of <wip>: the pattern of the 1-best files of a penalty (with LMWT)
 tra_of() { if [ "$pens" = "$1" ]; then echo "$dir/scoring/LMWT.tra"; else echo "$dir/scoring/penalty_$1/LMWT.tra"; fi; }
 # wer files are written into scoring/wer_new/ and replace <decode-dir>/wer_* only once every LM
@@ -128,6 +134,10 @@ elif [ -f "$dir/lat.1.gz" ]; then
 else
   use_lattices=false
 fi
+if [ -z "$word_ins_penalty" ]; then  # the default: Kaldi's sweep where lattices hold the choice
+  if $use_lattices; then word_ins_penalty=0.0,0.5,1.0; else word_ins_penalty=0.0; fi
+fi
+pens=${word_ins_penalty//,/ }
 
 if [ $stage -le 0 ]; then
   if $use_lattices && command -v lattice-best-path >/dev/null 2>&1 && \

@@ -73,6 +73,49 @@ def env_with_path(repo_dir) -> dict:
     return env
 
 
+# ------------------------------------------------------------------ which files start first
+# pytest-xdist (pyproject addopts: -n 2 --dist loadfile) runs each file whole on one worker, in
+# the order the files are handed out. A long file handed out near the end keeps one worker busy
+# while the other has nothing left: the files in LONG_FILES start first, longest first (about
+# the seconds each takes in CI, .ci/run's --durations; only their order matters), then the
+# other files with tests marked slow, then the rest in collection order. pyproject's
+# --no-loadscope-reorder keeps this order (xdist would otherwise hand out the files with the
+# most tests first, which put the recipe tests, a few long tests per file, at the end).
+LONG_FILES = {
+    "test_recipe_shapes.py": 215,
+    "test_recipe_e2e.py": 190,
+    "test_recipe_shapes_one_speaker.py": 170,
+    "test_reliability_kill.py": 125,
+    "test_align_recipe.py": 85,
+    "test_fullsum.py": 65,
+    "test_ctc_recipe.py": 60,
+    "test_train_multinode.py": 55,
+    "test_flatstart.py": 50,
+    "test_graph_chain.py": 45,
+    "test_train.py": 45,
+    "test_recipe_shapes_polish.py": 40,
+    "test_recipe_shapes_44k.py": 30,
+    "test_recipe_dict_gmm.py": 30,
+    "test_decode_model.py": 25,
+    "test_ctc_train.py": 25,
+    "test_import_floors.py": 20,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    files: dict = {}  # a test file -> [its seconds in LONG_FILES, any test marked slow, position]
+    for i, item in enumerate(items):
+        path = item.nodeid.split("::")[0]
+        f = files.setdefault(path, [LONG_FILES.get(path.rsplit("/", 1)[-1], 0), False, i])
+        f[1] = f[1] or item.get_closest_marker("slow") is not None
+
+    def order(item):
+        seconds, slow, position = files[item.nodeid.split("::")[0]]
+        return (-seconds, not slow, position)
+
+    items.sort(key=order)  # (stable: a file's tests keep their order)
+
+
 # ------------------------------------------------------------------ no skips in CI
 # With CI=true (CI runs `.ci/run` so) or HYBRIDASR_NO_SKIPS=1 (`.ci/run` sets it), a skipped
 # test fails the run unless it is marked `gpu` or `returnn` (it needs a GPU, or the optional

@@ -121,14 +121,3 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path, realign_
         t = m["training"]
         assert t["epochs"] >= t["accepted"] >= 1
         assert f"| {start}, {t['start_lr']:g}, {t['accepted']} of {t['epochs']} |" in md
-
-
-def test_paired_bootstrap(realign_seeds):
-    same = [(3, 3, 10), (0, 0, 5), (2, 2, 8)]
-    assert realign_seeds.paired_bootstrap(same, 500) == (0.0, 0.0)
-    worse = [(1, 2, 10), (0, 1, 10), (2, 3, 10), (1, 2, 10)]  # one more error in every one
-    lo, hi = realign_seeds.paired_bootstrap(worse, 500)
-    assert lo == hi == pytest.approx(10.0)
-    mixed = [(1, 0, 10), (0, 1, 10)] * 20
-    lo, hi = realign_seeds.paired_bootstrap(mixed, 2000)
-    assert lo < 0 < hi and hi - lo < 10

@@ -1,4 +1,4 @@
-"""Issue 13 point 3: a strategy that needs a model capability fails at start with the reason.
+"""A strategy that needs a model capability fails at start with the reason.
 TBPTT carries recurrent state from window to window: only --model=lstm carries state."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13 point 4: chunking and long-utterance splitting read each utterance once per epoch,
+"""Chunking and long-utterance splitting read each utterance once per epoch,
 give the same batches whatever the number of loader workers, and --chunking-loss=once counts
 every frame once (on kaldi_digits' real features and alignments)."""
 from __future__ import annotations

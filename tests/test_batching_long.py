@@ -1,4 +1,4 @@
-"""Issue 12: utterances of any length are trained on. One longer than --max-frames gets a batch
+"""Utterances of any length are trained on. One longer than --max-frames gets a batch
 of its own under every strategy and in the cross-validation pass; only an explicit
 --max-seq-length (filter) leaves utterances out."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ MAX_FRAMES = 2000
 
 def read_sentence_lengths(n=200, seed=5):
     """Read sentences of 1.8 to 27 s (100 frames/s): a fifth of them over MAX_FRAMES, five of
-    2071 frames as in the issue's corpus, and one of 90 s."""
+    2071 frames as in the corpus that first hit --max-frames, and one of 90 s."""
     rng = np.random.default_rng(seed)
     lens = {f"s{i:04d}": int(x) for i, x in enumerate(rng.uniform(180, 2700, n))}
     lens.update({f"long{i}": 2071 for i in range(5)})
@@ -146,7 +146,7 @@ def test_real_features_over_max_frames_load_whole(digits, ordering):
 
 
 def test_training_with_max_frames_below_the_longest_utterance(digits, tmp_path):
-    """The issue's stop ("has 2071 frames, more than --max-frames=2000") at the scale of
+    """The stop that corpus met ("has 2071 frames, more than --max-frames=2000") at the scale of
     kaldi_digits: --max-frames=50 is below a tenth of its utterances; training runs."""
     from train_helpers import load_pybin
 

@@ -1,5 +1,5 @@
 """A batching strategy is one declaration: a strategy defined here alone, with an option of its
-own, is chosen from a conf file and trains an epoch through pybin/train.py (issue 14)."""
+own, is chosen from a conf file and trains an epoch through pybin/train.py."""
 from __future__ import annotations
 
 import json

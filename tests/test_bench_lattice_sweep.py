@@ -24,7 +24,7 @@ def test_lattice_sweep_bench_on_digits(kaldi_digits, tmp_path, env_with_path):
         [sys.executable, str(BENCH), "--model", str(kaldi_digits / "exp/mono_ali/final.mdl"),
          "--graph", str(kaldi_digits / "exp/mono/graph"), "--loglikes", f"scp:{tmp_path}/ll.scp",
          "--text", str(kaldi_digits / "data/test/text"), "--min-lmwt", "8", "--max-lmwt", "10",
-         "--skip-expanded", "--lattice-configs", "13:8,13:8:words", "--markdown", str(doc)],
+         "--lattice-configs", "13:8,13:8:words", "--markdown", str(doc)],
         env=env_with_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     rows = [json.loads(line) for line in p.stdout.splitlines()]

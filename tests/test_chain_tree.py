@@ -15,11 +15,12 @@ from hybridasr.chain.tree_size import chain_num_leaves
 from hybridasr.kaldi.io.intvec import read_int_vectors
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import PDF_CLASS_KEY, ContextDependency, read_tree
+from hybridasr.tree.accumulate import accumulate_tree_stats
 from hybridasr.tree.convert import AlignmentConverter
 from hybridasr.tree.model import build_transition_model, init_mono, read_topology
 from hybridasr.tree.pdf_pairs import pdf_pairs_for
 from hybridasr.tree.phone_paths import min_length, new_phone_lengths
-from hybridasr.tree.stats import TreeFeatureOptions, TreeStatsOptions, accumulate_tree_stats
+from hybridasr.tree.stats import TreeFeatureOptions, TreeStatsOptions
 
 
 def _alis(d):

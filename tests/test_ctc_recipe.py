@@ -1,4 +1,4 @@
-"""The recipe's CTC route (run.sh --ctc true, issue 29) on a tiny Kaldi dir cut from
+"""The recipe's CTC route (run.sh --ctc true) on a tiny Kaldi dir cut from
 kaldi_digits (20 training utterances of two speakers, 10 test): stage 3 trains exp/blstm_ctc
 beside the hybrid, stage 4 decodes it through its TLG graph (wer_LMWT) and without a graph
 (greedy and prefix beam search), stage 5 lists them; --ref-normalize true reaches all three

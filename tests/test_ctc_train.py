@@ -192,7 +192,8 @@ def test_the_steps(ctc_run, kaldi_digits, repo_dir, env_with_path):
               "--output-rate", "model", "--acwt", 1.0, "--lattice-beam", 5, "--scoring-opts", "--min-lmwt 1 --max-lmwt 3", graph, cv,
               exp / "decode_cv")
     assert "best:" in out
-    assert all((exp / f"decode_cv/wer_{k}").exists() for k in (1, 2, 3))
+    assert all((exp / f"decode_cv/wer_{k}_{wip}").exists() for k in (1, 2, 3)
+               for wip in ("0.0", "0.5", "1.0"))
     out = run(repo_dir / "steps/nnet/decode_ctc_units.sh", "--nj", 1, "--beam-size", 4,
               tmp / "units", cv, exp / "decode_cv_beam4")
     assert "%WER" in (exp / "decode_cv_beam4/wer_beam4").read_text()

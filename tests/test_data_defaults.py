@@ -1,4 +1,4 @@
-"""Issue 30: the recipe's defaults chosen from the training data's size
+"""The recipe's defaults chosen from the training data's size
 (hybridasr/recipe/data_defaults.py, pybin/choose_defaults.py) on the real Kaldi dirs and
 shapes cut from them: the features, speed perturbation, model and schedule, each with its
 reason; the tiers above the shared dirs' sizes; reuse of data/defaults.json."""

@@ -102,8 +102,9 @@ def test_score_sh_reproduces_kaldi_wer_files(gmm_test, kaldi_digits, repo_dir, e
         with ArkScpWriter(str(dec / f"loglikes.{job}.ark"), str(dec / f"loglikes.{job}.scp")) as w:
             for k in part:
                 w.write(k, lls[k])
+    # one penalty, 0.0: Kaldi's local/score.sh that wrote the dir's wer_LMWT files
     p = subprocess.run([str(repo_dir / "steps/score.sh"), "--min-lmwt", "7", "--max-lmwt", "17",
-                        "data/test",
+                        "--word-ins-penalty", "0.0", "data/test",
                         str(kaldi_digits / "exp/mono/graph"), "exp/gmm/decode_test"],
                        cwd=tmp_path, env=env_with_path, capture_output=True, text=True,
                        timeout=300)
@@ -171,10 +172,13 @@ def test_bench_prints_json_lines(kaldi_digits, repo_dir, env_with_path):
 
 def test_bench_against_kaldis_decoder(kaldi_digits, repo_dir, env_with_path):
     """bench/decode.py --against-kaldi on kaldi_digits' monophone graph: Kaldi's own
-    LatticeFasterDecoder (kaldi-hmm-gmm; the kaldifst 1.7.17 it takes FSTs from is installed
-    on first use) and the toolkit's give every utterance the same best path."""
+    LatticeFasterDecoder (kaldi-hmm-gmm, with the kaldifst 1.7.17 it takes FSTs from, which
+    install.sh puts in .venv/kaldifst-1.7.17) and the toolkit's give every utterance the same
+    best path."""
     import json
 
+    assert (repo_dir / ".venv/kaldifst-1.7.17/kaldifst").is_dir(), \
+        "kaldifst 1.7.17 is missing from .venv/kaldifst-1.7.17: run ./install.sh"
     p = subprocess.run([sys.executable, str(repo_dir / "bench/decode.py"), "--against-kaldi",
                         "digits", "--repeats", "1"],
                        env=env_with_path, capture_output=True, text=True, timeout=600)

@@ -4,7 +4,7 @@ of the pdf count against the transition model and the counts file, frame_error_r
 steps/nnet/decode.sh end to end with the real forward.py (embedded decoder, and the Kaldi pipe
 into a stand-in latgen-faster-mapped that reads the archive from stdin).
 
-Decoding quality with a trained model is the training issue's check; the decoder itself is
+Decoding quality with a trained model is the training tests' check; the decoder itself is
 checked without a network in test_decode_kaldi_graph.py, test_decode_gmm.py and
 test_decode_recipe.py."""
 from __future__ import annotations
@@ -124,10 +124,11 @@ def test_decode_sh_with_real_forward(exp, repo_dir, kaldi_digits, env_with_path)
     assert not list(dec.glob("hyp.*")) and not (dec / "log/latgen.1.log").exists()
     keys = sorted(k for k, _ in read_lattices(f"ark:gunzip -c {dec}/lat.*.gz|"))
     assert len(keys) == 30  # every utterance has a lattice (partial where no final state)
-    lines = (dec / "wer_10").read_text().splitlines()
+    # lattices: score.sh's default word insertion penalties, as Kaldi's score_kaldi.sh
+    assert sorted(x.name for x in dec.glob("wer_*")) == ["wer_10_0.0", "wer_10_0.5", "wer_10_1.0"]
+    lines = (dec / "wer_10_0.0").read_text().splitlines()
     assert lines[-1] == "Scored 30 sentences, 0 not present in hyp."
     assert lines[-3].startswith("%WER ") and "/ 30, " in lines[-3]
-    assert not (dec / "wer_11").exists()
     # --lattices false: the 1-best decoder (hyp.JOB.tra), and scoring decodes again per weight
     p = _run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "2", "--lattices", "false",
               "--scoring-opts", "--min-lmwt 10 --max-lmwt 10", str(graph), "data/test",
@@ -138,7 +139,9 @@ def test_decode_sh_with_real_forward(exp, repo_dir, kaldi_digits, env_with_path)
             **read_text_archive(str(one / "hyp.2.tra"))}
     assert len(hyps) == 30  # every utterance has an entry, decodable or not
     assert not list(one.glob("lat.*"))
-    assert (one / "wer_10").read_text().splitlines()[-3:] == lines[-3:]  # the same search
+    # the same search; 1-best re-decoding has no penalty to sweep: the default is 0.0 there
+    assert [x.name for x in one.glob("wer_*")] == ["wer_10"]
+    assert (one / "wer_10").read_text().splitlines()[-3:] == lines[-3:]
     # without the C++ lattice decoder (a python3 whose helper check fails, as without a
     # compiler): --lattices auto decodes as --lattices false, with one warning; true fails
     env = dict(env_with_path, PATH=f"{no_native_python3(exp / 'stub')}:{env_with_path['PATH']}")

@@ -202,19 +202,20 @@ def test_embedded_decode_from_recipe_dir(tmp_path, repo_dir, kaldi_digits, env_w
     for j in (1, 2):
         assert (dec / f"log/forward.{j}.log").exists() and (dec / f"log/decode.{j}.log").exists()
     assert not list(dec.glob("hyp.*"))  # no 1-best pass: the lattices are the decoding
-    for lmwt in (9, 10, 11):
-        wer = (dec / f"wer_{lmwt}").read_text().splitlines()
-        assert wer[-3:] == ["%WER 0.00 [ 0 / 20, 0 ins, 0 del, 0 sub ]", "%SER 0.00 [ 0 / 20 ]",
-                            "Scored 20 sentences, 0 not present in hyp."]
-        assert len(read_text_archive(str(dec / f"scoring/{lmwt}.tra"))) == 20
-    assert not (dec / "wer_12").exists()
+    for lmwt in (9, 10, 11):  # each (LM weight, word insertion penalty) of score.sh's default
+        for wip in ("0.0", "0.5", "1.0"):
+            wer = (dec / f"wer_{lmwt}_{wip}").read_text().splitlines()
+            assert wer[-3:] == ["%WER 0.00 [ 0 / 20, 0 ins, 0 del, 0 sub ]",
+                                "%SER 0.00 [ 0 / 20 ]", "Scored 20 sentences, 0 not present in hyp."]
+            assert len(read_text_archive(str(dec / f"scoring/penalty_{wip}/{lmwt}.tra"))) == 20
+    assert len(list(dec.glob("wer_*"))) == 9
     # scored on the lattices decode.sh made from the log-likelihoods (the toolkit's C++ search)
     assert sorted(x.name for x in dec.glob("lat.*.gz")) == ["lat.1.gz", "lat.2.gz"]
     assert sorted(k for k, _ in read_lattices(f"ark:gunzip -c {dec}/lat.*.gz|")) == keys
     assert not (dec / "log/latgen.1.log").exists() and (dec / "decode_summary.json").exists()
     best = subprocess.run(f"grep WER {dec}/wer_* | utils/best_wer.sh", shell=True, cwd=s5,
                           env=env_with_path, capture_output=True, text=True)
-    assert re.fullmatch(r".*/wer_(9|10|11):%WER 0\.00 \[ 0 / 20, 0 ins, 0 del, 0 sub \]\n",
+    assert re.fullmatch(r".*/wer_(9|10|11)_(0\.0|0\.5|1\.0):%WER 0\.00 \[ 0 / 20, 0 ins, 0 del, 0 sub \]\n",
                         best.stdout), best.stdout
 
 
@@ -249,14 +250,17 @@ def test_kaldi_path_pipes_like_nnet1(tmp_path, repo_dir, kaldi_digits, env_with_
     assert not list(dec.glob("loglikes.*")) and not list(dec.glob("hyp.*"))
     # scoring through Kaldi's lattice tools (stand-ins), one pipe per LM weight
     scale = records(record, "lattice-scale")
-    assert sorted(r["argv"][0] for r in scale) == ["--inv-acoustic-scale=10",
-                                                  "--inv-acoustic-scale=11"]
+    assert sorted(r["argv"][0] for r in scale) == ["--inv-acoustic-scale=10"] * 3 + \
+        ["--inv-acoustic-scale=11"] * 3  # and each of the 3 word insertion penalties
+    assert sorted(r["argv"][0] for r in records(record, "lattice-add-penalty")) == \
+        ["--word-ins-penalty=0.0"] * 2 + ["--word-ins-penalty=0.5"] * 2 + \
+        ["--word-ins-penalty=1.0"] * 2
     assert scale[0]["argv"][1:] == [f"ark:gunzip -c {dec.relative_to(s5)}/lat.*.gz|", "ark:-"]
     best = records(record, "lattice-best-path")
     assert best[0]["argv"] == [f"--word-symbol-table={graph}/words.txt", "ark:-",
-                               "ark,t:exp/dnn/decode_train/scoring/10.tra"]
+                               "ark,t:exp/dnn/decode_train/scoring/penalty_0.0/10.tra"]
     for lmwt in (10, 11):
-        assert (dec / f"wer_{lmwt}").read_text().splitlines()[-3:] == [
+        assert (dec / f"wer_{lmwt}_0.5").read_text().splitlines()[-3:] == [
             "%WER 0.00 [ 0 / 30, 0 ins, 0 del, 0 sub ]", "%SER 0.00 [ 0 / 30 ]",
             "Scored 30 sentences, 0 not present in hyp."]
 

@@ -70,7 +70,7 @@ def test_acoustic_scale_trades_against_graph_cost():
 def test_same_pdf_columns_shared_by_tids():
     dec = MappedDecoder(yes_no_graph(), TID2PDF)
     m = loglikes_for("yy")
-    t = dec.tid_matrix(m, 2.0)
+    t = dec.mapping.by_label(m, 2.0)
     assert t.shape == (2, 4) and t.dtype == np.float32
     np.testing.assert_allclose(t[:, 0], 2 * m[:, 0])
     np.testing.assert_allclose(t[:, 1], 2 * m[:, 0])
@@ -180,14 +180,14 @@ def test_matches_exact_viterbi_on_random_graphs(seed):
     loglikes = np.log(rng.dirichlet(np.ones(num_pdfs), size=12)).astype(np.float32)
     dec = MappedDecoder(f, tid2pdf, options=DecodeOptions(beam=1000, min_active=1))
     r = dec.decode(loglikes, acoustic_scale=0.7)
-    exact = _exact_viterbi(arcs, finals, 0, dec.tid_matrix(loglikes, 0.7))
+    exact = _exact_viterbi(arcs, finals, 0, dec.mapping.by_label(loglikes, 0.7))
     if math.isinf(exact):
         assert not r.reached_final
         return
     assert r.ok and r.reached_final
     assert r.total_cost == pytest.approx(exact, abs=1e-3)
     # the path it reports is consistent: its acoustic cost is the sum over its alignment
-    tm = dec.tid_matrix(loglikes, 0.7)
+    tm = dec.mapping.by_label(loglikes, 0.7)
     assert -sum(tm[t, tid - 1] for t, tid in enumerate(r.alignment)) == \
         pytest.approx(r.acoustic_cost, abs=1e-3)
     # a narrow beam can only do worse (or the same), never better than the exact search

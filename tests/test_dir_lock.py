@@ -1,4 +1,4 @@
-"""One trainer per exp dir (issue 32): a second train.py on a dir in use fails at once naming
+"""One trainer per exp dir: a second train.py on a dir in use fails at once naming
 the first's pid and command; the lock goes with the process, even killed with SIGKILL."""
 from __future__ import annotations
 

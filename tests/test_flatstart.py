@@ -1,4 +1,4 @@
-"""GMM-free start (issue 27): the toolkit's own monophone model (init_mono.py, as
+"""GMM-free start: the toolkit's own monophone model (init_mono.py, as
 gmm-init-mono), the transition model of any tree, the equal alignment (align_equal.py, as
 align-equal-compiled), and the default recipe with ``--ali none`` on a tiny Kaldi dir with only
 a dict dir: 10 utterances of one speaker, one transcript with a word outside the lexicon (mapped

@@ -1,4 +1,4 @@
-"""Issue 30: ``train.py --label-smoothing`` (hybridasr/train/label_smoothing.py): the training
+"""``train.py --label-smoothing`` (hybridasr/train/cross_entropy.py): the training
 loss is torch's label-smoothed cross-entropy over the real frames, the reported and cv losses
 and the frame errors stay those of plain cross-entropy; a training on kaldi_digits' real
 features and alignments with it reports a cv loss comparable to one without; bad values and
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from hybridasr.errors import ConfigError
 from hybridasr.features.transform import IGNORE_INDEX
-from hybridasr.train.label_smoothing import SmoothedCrossEntropy
+from hybridasr.train.cross_entropy import SmoothedCrossEntropy
 from train_helpers import load_pybin, make_tr_cv
 
 

@@ -1,10 +1,14 @@
 """steps/score.sh on lattices without Kaldi binaries: Kaldi's own lat.1.gz of kaldi_digits and
-kaldi_polish swept in one pass (lattice_best_path_sweep.py) reproduce Kaldi's scoring/*.tra and
-wer_* files, and write decode_summary.json (density, oracle WER); --lattices true makes
-lat.1.gz from log-likelihoods once (latgen_faster_mapped.py) and sweeps penalties too."""
+kaldi_polish swept in one pass (lattice_best_path_sweep.py) over LM weights and the default word
+insertion penalties (0.0,0.5,1.0, Kaldi's score_kaldi.sh): penalty 0.0 reproduces Kaldi's
+scoring/*.tra and wer_* files, the dir's WER is the best (LMWT, penalty) for every reader of
+wer_* (utils/best_wer.sh, the recipe's summary, the experiments' per-utterance errors), and
+decode_summary.json has density and oracle WER; --lattices true makes lat.1.gz from
+log-likelihoods once (latgen_faster_mapped.py) and sweeps penalties too."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +21,7 @@ from hybridasr.decode.lattice_best_path import best_path
 from hybridasr.kaldi.symbol_table import read_symbol_table
 from hybridasr.kaldi.io.table import read_text_archive
 from hybridasr.kaldi.io.table_writer import ArkScpWriter
+from hybridasr.recipe.summary import best_wer as summary_best_wer
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 from test_decode_pdf_graph import gmm_loglikes  # noqa: E402
@@ -37,19 +42,46 @@ def test_score_sh_on_kaldi_lattices(which, shared_dir, repo_dir, env_with_path, 
     p = _score(repo_dir, env_with_path, tmp_path, "--min-lmwt", 7, "--max-lmwt", 17,
                kaldi_dir / "data/test", src / "graph", dec)
     assert p.returncode == 0, p.stdout + p.stderr
-    for lmwt in range(7, 18):
-        assert (dec / f"scoring/{lmwt}.tra").read_text() == \
+    wips = ("0.0", "0.5", "1.0")
+    assert sorted(x.name for x in dec.glob("wer_*")) == \
+        sorted(f"wer_{lmwt}_{wip}" for lmwt in range(7, 18) for wip in wips)
+    for lmwt in range(7, 18):  # penalty 0.0: Kaldi's own scoring (its local/score.sh)
+        assert (dec / f"scoring/penalty_0.0/{lmwt}.tra").read_text() == \
             (src / f"decode/scoring/{lmwt}.tra").read_text(), lmwt
-        assert (dec / f"wer_{lmwt}").read_text().splitlines()[1:] == \
+        assert (dec / f"wer_{lmwt}_0.0").read_text().splitlines()[1:] == \
             (src / f"decode/wer_{lmwt}").read_text().splitlines()[1:], lmwt
     summary = json.loads((dec / "decode_summary.json").read_text())
     assert summary["num_lattices"] == len(read_text_archive(str(kaldi_dir / "data/test/text")))
     assert summary["lattice_density_arcs_per_frame"] > 0
-    best = min(float((dec / f"wer_{w}").read_text().split("%WER ")[1].split()[0])
-               for w in range(7, 18))
+
+    def errors(name):
+        m = re.search(r"%WER \S+ \[ (\d+) / (\d+),", (dec / name).read_text())
+        return int(m.group(1)), int(m.group(2))
+    at = {(lmwt, wip): errors(f"wer_{lmwt}_{wip}")[0] for lmwt in range(7, 18) for wip in wips}
+    fewest = min(at.values())
+    best = 100.0 * fewest / errors("wer_7_0.0")[1]
     assert 0 <= summary["oracle_wer"] <= best
+    # the dir's WER, as each reader of wer_* finds it: the best over LM weights and penalties
+    line = subprocess.run(f"grep WER {dec}/wer_* | {repo_dir}/utils/best_wer.sh", shell=True,
+                          env=env_with_path, capture_output=True, text=True).stdout
+    lmwt, wip = re.search(r"/wer_(\d+)_([0-9.]+):%WER", line).groups()
+    assert at[int(lmwt), wip] == fewest
+    assert summary_best_wer(str(dec))[0] == pytest.approx(best, abs=0.005)
+    # the best weight's transcript (scoring/penalty_WIP/LMWT.tra) holds those errors, utterance
+    # by utterance
+    import kaldialign
+    words = read_symbol_table(str(src / "graph/words.txt"))
+    refs = read_text_archive(str(dec / "scoring/test_filt.txt"))
+    hyps = read_text_archive(str(dec / f"scoring/penalty_{wip}/{lmwt}.tra"))
+    per_utt = [kaldialign.edit_distance(ref, [words[int(w)] for w in hyps.get(u, [])])["total"]
+               for u, ref in refs.items()]
+    assert sum(per_utt) == fewest
     if "polish" in which:
         assert summary["oracle_wer"] < best  # the lattices hold better paths than the 1-best
+        # Kaldi's tri1 inserts words (23 at its best LM weight 17): a penalty does better
+        # than every LM weight without one, and that is the dir's WER
+        assert fewest < min(n for (_, w), n in at.items() if w == "0.0")
+        assert wip != "0.0"
 
 
 def test_oracle_errors_against_best_path(kaldi_polish):

@@ -11,7 +11,6 @@ import subprocess
 import pytest
 import torch
 
-from hybridasr.cli import add_renamed_option, make_parser, options_dict
 from hybridasr.decode.forward import ChunkOptions, chunk_options
 from hybridasr.errors import ConfigError
 from train_helpers import load_pybin as _pybin, make_tr_cv
@@ -71,18 +70,6 @@ def test_chunking(tool, caplog):
         args, _ = _parse(tool, [f"--chunking={bad}", *POS[tool]], caplog)
         with pytest.raises(ConfigError, match=f"--chunking={bad}"):
             chunk_options(args)
-
-
-def test_renamed_option_rules(tmp_path):
-    p = make_parser("t.py", "t")
-    with pytest.raises(ValueError, match="--new must be registered before --old"):
-        add_renamed_option(p, "--old", "--new")
-    p.add_argument("--new", type=int, default=3)
-    add_renamed_option(p, "--old", "--new")
-    a = p.parse_args(["--old=5"])
-    assert a.new == 5 and isinstance(a.new, int)  # the new option's type
-    assert p.parse_args([]).new == 3  # the old spelling never hides the default
-    assert options_dict(p, a) == {"new": 5}  # resolved configs use the new name only
 
 
 @pytest.fixture(scope="module")

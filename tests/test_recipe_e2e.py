@@ -1,6 +1,6 @@
 """The digits recipe end to end on the real Kaldi dir (tiny model, 2 epochs): every stage's
-outputs, Kaldi-format WER files, a second run that redoes nothing, and --stage 3 after
-deleting the model retraining only."""
+outputs, the speed copies trained on, Kaldi-format WER files, a second run that redoes nothing,
+and --stage 3 after deleting the model retraining only."""
 from __future__ import annotations
 
 import json
@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from hybridasr.kaldi.io.table import read_map
 from hybridasr.kaldi.lattice import read_lattices
 
 WER_LINE = re.compile(r"^%WER (\d+\.\d\d) \[ (\d+) / (\d+), (\d+) ins, (\d+) del, (\d+) sub \]")
@@ -74,6 +75,25 @@ def test_every_stage_leaves_its_outputs(recipe_run, kaldi_digits):
     assert "WER" in (s5 / "exp/blstm/summary.txt").read_text()
     # the Kaldi dir was only read
     assert not (kaldi_digits / "exp" / "blstm").exists()
+
+
+def test_the_speed_copies_are_trained_on(recipe_run):
+    """The defaults on kaldi_digits (a cv set can be held out: speed perturbation): stage 3
+    trains on data/train_tr90 at speeds 0.9, 1.0, 1.1 with their resampled targets, the cv set
+    unperturbed and apart from every copy, to a WER."""
+    s5, _, out = recipe_run
+    tr = read_map(str(s5 / "data/train_tr90/utt2spk"))
+    cv = read_map(str(s5 / "data/train_cv10/utt2spk"))
+    sp_tr = read_map(str(s5 / "data/train_sp_tr90/utt2spk"))
+    assert set(sp_tr) == {f"{p}{u}" for u in tr for p in ("", "sp0.9-", "sp1.1-")}
+    assert not any(u.startswith("sp") for u in cv)
+    assert not {re.sub(r"^sp[0-9.]+-", "", u) for u in sp_tr} & set(cv)
+    log = (s5 / "exp/blstm/log/train.log").read_text()
+    assert "data/train_sp_tr90" in log and "exp/ali_train_sp" in log
+    wers = [WER_LINE.match(x) for w in (s5 / "exp/blstm/decode_test").glob("wer_*")
+            for x in w.read_text().splitlines()]
+    assert any(wers), out[-2000:]
+    assert "speed perturbation" in out
 
 
 def test_second_run_redoes_nothing(recipe_run):

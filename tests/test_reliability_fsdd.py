@@ -1,4 +1,4 @@
-"""Issue 32: egs/fsdd/s5/run.sh has the checks of egs/digits/s5 (shared in utils/recipe_lib.sh):
+"""Egs/fsdd/s5/run.sh has the checks of egs/digits/s5 (shared in utils/recipe_lib.sh):
 bad --stage/--stop-stage/--nj fail before any stage, a second run in the same dir exits naming
 the first, and a run with another corpus than the one data/ was made from is refused naming
 --restart true, which starts over. None of these runs a stage."""

@@ -1,4 +1,4 @@
-"""Issue 32, bad input that used to give a wrong result or a bare traceback: each case on real
+"""Bad input that used to give a wrong result or a bare traceback: each case on real
 inputs cut from kaldi_digits in tmp_path, asserting the exit code (or the exception) and a
 message that names the file, option or utterance.
 

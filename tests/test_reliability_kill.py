@@ -1,4 +1,4 @@
-"""Issue 32: the recipe killed (SIGKILL, the whole process group) inside each stage and during
+"""The recipe killed (SIGKILL, the whole process group) inside each stage and during
 scoring, then run again, ends with the WER of an uninterrupted run; each stage's record
 (data/stage<N>.json, exp/blstm/stage<N>.json) says what it was made from, and a stage made from
 other inputs is redone. On a tiny Kaldi dir cut from kaldi_digits (20 training utterances of

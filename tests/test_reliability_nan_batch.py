@@ -1,4 +1,4 @@
-"""Issue 32: a training loss that goes NaN/inf names the batch and its utterances, in the log
+"""A training loss that goes NaN/inf names the batch and its utterances, in the log
 and in the error train.py exits with (was: "learning rate probably too large" alone)."""
 from __future__ import annotations
 

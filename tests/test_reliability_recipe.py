@@ -1,4 +1,4 @@
-"""The recipe's options are checked before any stage runs (issue 32): a stage range that runs
+"""The recipe's options are checked before any stage runs: a stage range that runs
 nothing, a non-number, --nj 0 or an unknown feature type fails at once naming the option,
 instead of exiting 0 having done nothing or failing deep inside a step."""
 from __future__ import annotations

@@ -81,13 +81,15 @@ def test_score_sh_embedded(kaldi_digits, repo_dir, env_with_path, tmp_path):
     p = _sh(f"{repo_dir}/steps/score.sh --min-lmwt 9 --max-lmwt 11 {data} "
             f"{kaldi_digits}/exp/mono/graph {dec}", env_with_path, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
+    # lattices made from the log-likelihoods: every (LM weight, penalty 0.0/0.5/1.0)
     for lmwt in (9, 10, 11):
-        lines = (dec / f"wer_{lmwt}").read_text().splitlines()
-        assert lines[-3:] == ["%WER 5.00 [ 1 / 20, 0 ins, 1 del, 0 sub ] [PARTIAL]",
-                              "%SER 5.00 [ 1 / 20 ]",
-                              "Scored 20 sentences, 1 not present in hyp."]
-        tra = read_text_archive(str(dec / f"scoring/{lmwt}.tra"))
-        assert tra[keys[0]] == [] and len(tra) == 20
+        for wip in ("0.0", "0.5", "1.0"):
+            lines = (dec / f"wer_{lmwt}_{wip}").read_text().splitlines()
+            assert lines[-3:] == ["%WER 5.00 [ 1 / 20, 0 ins, 1 del, 0 sub ] [PARTIAL]",
+                                  "%SER 5.00 [ 1 / 20 ]",
+                                  "Scored 20 sentences, 1 not present in hyp."]
+            tra = read_text_archive(str(dec / f"scoring/penalty_{wip}/{lmwt}.tra"))
+            assert tra[keys[0]] == [] and len(tra) == 20
     assert (dec / "scoring/test_filt.txt").exists()
     assert "best: " in p.stdout and "%WER 5.00" in p.stdout
     p = _sh(f"grep WER {dec}/wer_* | {repo_dir}/utils/best_wer.sh", env_with_path, tmp_path)
@@ -109,7 +111,23 @@ def test_score_sh_embedded(kaldi_digits, repo_dir, env_with_path, tmp_path):
             f"{kaldi_digits}/exp/mono/graph {dec}", env, tmp_path)
     assert p.returncode != 0
     assert {f.name: f.read_text() for f in dec.glob("wer_*")} == before
-    assert sorted(f.name for f in dec.glob("wer_*")) == ["wer_10", "wer_11", "wer_9"]
+    assert sorted(f.name for f in dec.glob("wer_*")) == sorted(
+        f"wer_{lmwt}_{wip}" for lmwt in (9, 10, 11) for wip in ("0.0", "0.5", "1.0"))
+    # penalties given with 1-best re-decoding (no lattices to add them to): an error; the
+    # default there is penalty 0.0 alone (wer_LMWT, as Kaldi's local/score.sh)
+    one = tmp_path / "exp/dnn/decode_1best"
+    shutil.copytree(dec, one, ignore=shutil.ignore_patterns("lat.*", "wer_*", "scoring"))
+    for f in one.glob("loglikes.*.scp"):
+        f.write_text(f.read_text().replace(str(dec), str(one)))
+    p = _sh(f"{repo_dir}/steps/score.sh --lattices false --word-ins-penalty 0.0,0.5 "
+            f"--min-lmwt 10 --max-lmwt 10 {data} {kaldi_digits}/exp/mono/graph {one}",
+            env_with_path, tmp_path)
+    assert p.returncode != 0 and "--word-ins-penalty needs lattices" in p.stderr
+    p = _sh(f"{repo_dir}/steps/score.sh --lattices false --min-lmwt 10 --max-lmwt 10 {data} "
+            f"{kaldi_digits}/exp/mono/graph {one}", env_with_path, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert [f.name for f in one.glob("wer_*")] == ["wer_10"]
+    assert (one / "wer_10").read_text().splitlines()[-3:] == lines[-3:]
     # a graph dir without words.txt: a clear message
     g = tmp_path / "graph"
     g.mkdir()

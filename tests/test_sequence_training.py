@@ -1,4 +1,4 @@
-"""Sequence-discriminative training (issue 28): the lattice forward-backward and the sMBR and
+"""Sequence-discriminative training: the lattice forward-backward and the sMBR and
 MMI gradients against brute-force enumeration of every path of real lattices (real GMM
 log-likelihoods of kaldi_digits and kaldi_polish test utterances decoded on their graphs by
 the toolkit's lattice decoder), and against finite differences of the objectives."""

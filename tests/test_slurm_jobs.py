@@ -194,7 +194,7 @@ def test_nnet_decode_same_with_slurm_pl(tmp_path, env, kaldi_digits):
     a, b = exp / "decode_run.pl", exp / "decode_slurm.pl"
     for f in ("lat.1.gz", "lat.2.gz"):  # the same lattices, whichever ran the jobs
         assert gzip.decompress((a / f).read_bytes()) == gzip.decompress((b / f).read_bytes()), f
-    for f in ("wer_10",):  # the figures (the first line names the decode dir)
+    for f in ("wer_10_0.0", "wer_10_1.0"):  # the figures (the first line names the decode dir)
         figures = [[x for x in _lines(d / f) if x.startswith(("%WER", "%SER", "Scored"))]
                    for d in (a, b)]
         assert figures[0] == figures[1] and len(figures[0]) == 3, (f, figures)

@@ -1,4 +1,4 @@
-"""Issue 30: SpecAugment-style frequency and time masking in the training loader
+"""SpecAugment-style frequency and time masking in the training loader
 (``hybridasr.data.spec_augment``), on kaldi_digits' real features and alignments: the masks
 stay within their bounds and zero exactly what they name (after normalisation, in every delta
 block); only training batches are masked (not cross-validation, and forward/alignment/decoding

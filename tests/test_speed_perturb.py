@@ -1,11 +1,11 @@
-"""Speed perturbation (issue 30) on kaldi_digits: the 3-way data dir Kaldi's scripts would make
+"""Speed perturbation on kaldi_digits: the 3-way data dir Kaldi's scripts would make
 (names, tables, durations), its features through the wav pipe (in process, equal to the pipe,
 ~1/F the frames), the resampled alignments (exactly the perturbed features' lengths, a wrong
-one named), and the recipe with --speed-perturb true to a WER."""
+one named). (The recipe trained on the speed copies to a WER: tests/test_recipe_e2e.py, whose
+kaldi_digits run makes them by default.)"""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,8 +20,6 @@ from hybridasr.features.audio import read_extended_filename
 from hybridasr.features.speed import resample, speed_perturb
 from hybridasr.kaldi.io.intvec import read_int_vector_scp
 from hybridasr.kaldi.io.table import read_int_map, read_map
-
-from test_recipe_e2e import WER_LINE, make_recipe_copy, run_recipe
 
 
 def sh(args, cwd, env, ok=True):
@@ -212,22 +210,3 @@ def test_perturbed_targets_match_the_features_exactly(sp_dir, repo_dir, monkeypa
     assert "sp1.1-jackson_0_3" in p.stderr + p.stdout + \
         (root / "exp/ali_bad/log/perturb_ali.log").read_text()
     assert not (root / "exp/ali_bad/targets.scp").exists()
-
-
-def test_recipe_with_speed_perturbation(tmp_path, repo_dir, kaldi_digits, env_with_path):
-    s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
-    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
-    out = run_recipe(s5, env, "--kaldi-dir", str(kaldi_digits), "--speed-perturb", "true",
-                     "--train-opts", "--min-batches-per-epoch=20")
-    tr = read_map(str(s5 / "data/train_tr90/utt2spk"))
-    cv = read_map(str(s5 / "data/train_cv10/utt2spk"))
-    sp_tr = read_map(str(s5 / "data/train_sp_tr90/utt2spk"))
-    assert set(sp_tr) == {f"{p}{u}" for u in tr for p in ("", "sp0.9-", "sp1.1-")}
-    assert not any(u.startswith("sp") for u in cv)
-    assert not {re.sub(r"^sp[0-9.]+-", "", u) for u in sp_tr} & set(cv)
-    log = (s5 / "exp/blstm/log/train.log").read_text()
-    assert "data/train_sp_tr90" in log and "exp/ali_train_sp" in log
-    wers = [WER_LINE.match(x) for w in (s5 / "exp/blstm/decode_test").glob("wer_*")
-            for x in w.read_text().splitlines()]
-    assert any(wers), out[-2000:]
-    assert "speed perturbation" in out

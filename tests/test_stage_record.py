@@ -1,4 +1,4 @@
-"""hybridasr.recipe.stage_record (issue 32): a stage's record of what it was made from, the
+"""hybridasr.recipe.stage_record: a stage's record of what it was made from, the
 status a rerun gets (done, new, partial, changed), and pybin/stage_record.py's exits."""
 from __future__ import annotations
 

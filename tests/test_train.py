@@ -98,7 +98,7 @@ def test_blstm_reaches_cv_fer_below_35_percent(digits, tmp_path, kaldi_digits):
 
     model, meta = load_model(str(exp / "final.nnet"))
     assert meta["num_pdfs"] == 70 and meta["transform"]["norm_means"] is True
-    # ... and decodes kaldi_digits' test set with the real HCLG (issue 4's bar: <= 5% WER)
+    # ... and decodes kaldi_digits' test set with the real HCLG (the bar: <= 5% WER)
     assert decode_test_wer(exp / "final.nnet", kaldi_digits, ali) <= 5.0
     # accepted epochs improve the best CV loss monotonically; rejected ones are kept aside
     best_loss = h[0]["cv_loss"]

@@ -1,4 +1,4 @@
-"""Issue 15: checkpoints inside an epoch (``--checkpoint-every-batches``) and an exact resume at
+"""Checkpoints inside an epoch (``--checkpoint-every-batches``) and an exact resume at
 the batch: a training SIGKILLed in the middle of epoch 2 (with dropout) ends, once run again,
 with the model and metrics of an uninterrupted one; the loader skips the batches done without
 reading their features; stale or unreadable checkpoints are handled (kaldi_digits' real

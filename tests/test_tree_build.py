@@ -29,10 +29,11 @@ from hybridasr.tree.build import (BuildTreeOptions, build_from_lang, map_events,
                                   objf_given_map, read_roots)
 from hybridasr.tree.convert import AlignmentConverter, change_reordering
 from hybridasr.tree.model import build_transition_model, read_topology
-from hybridasr.tree.questions import (GlibcRand, Questions, cluster_phones, compile_questions,
-                                      read_questions_int, read_questions_qst, write_questions_qst)
-from hybridasr.tree.stats import (TreeStatsOptions, accumulate_tree_stats, gauss_objf,
-                                  iter_tree_features, read_tree_stats, sum_tree_stats,
+from hybridasr.tree.accumulate import accumulate_tree_stats, iter_tree_features
+from hybridasr.tree.phone_clustering import GlibcRand, cluster_phones
+from hybridasr.tree.questions import (Questions, compile_questions, read_questions_int,
+                                      read_questions_qst, write_questions_qst)
+from hybridasr.tree.stats import (TreeStatsOptions, gauss_objf, read_tree_stats, sum_tree_stats,
                                   tid_to_pdf_class, write_tree_stats)
 
 CI_PHONES = "1:2:3:4:5:6:7:8:9:10"  # kaldi_polish's phones/context_indep.csl

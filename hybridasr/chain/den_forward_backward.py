@@ -12,14 +12,27 @@ including frame 0 and the last,
 ``alpha'(i) = alpha(i) + c * sum(alpha) * init(i)``; the betas get the transpose
 ``beta(i) = beta'(i) + c * sum_j init(j) beta'(j)``.
 
+How it is vectorised: the arcs are grouped by (destination state, pdf) into K "entries"
+(K is about the number of states; where every state is entered with one pdf, as in the den
+graph of polish's tri1, the entries are the states and the scatter below is skipped);
+``W`` (K x S, sparse CSR) sums the arc probabilities from each source state into
+each entry. With the state vectors laid out (S, B) (the batch innermost), a frame is one
+sparse-dense matmul ``y = W @ alpha`` (the gather, weighting and sum over arcs in one pass),
+a row gather of the frame's exponentiated outputs (``y *= e_t[pdf_k]``) and a scatter of the
+entries into their states; the backward is ``beta = W^T @ (e_t[pdf_k] * beta'[dst_k])``.
+The forward keeps ``y`` of every frame (instead of the alphas), so the occupation of entry k
+at frame t is ``y_t(k) * e_t(pdf_k) * beta'_t(dst_k)`` without a second matmul.
+(``bench/chain_den.py`` times it against the per-arc gather/scatter it replaced.)
+
 The gradient of the total log-probability with respect to the (log-domain) network outputs
-is the pdf occupation (posterior) per frame, computed explicitly in ``backward`` from the
-stored alphas and betas (rescaled per frame; each frame's posteriors sum to 1 per sequence,
-and are normalised to do so exactly)."""
+is the pdf occupation (posterior) per frame, computed explicitly in ``backward`` (rescaled
+per frame; each frame's posteriors sum to 1 per sequence, and are normalised to do so
+exactly). It runs in float64 for float64 outputs, else in float32 (as Kaldi)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+import warnings
+from dataclasses import dataclass, field
+from typing import Dict, Optional
 
 import numpy as np
 import torch
@@ -30,10 +43,23 @@ from hybridasr.graph.arrays import FstArrays
 __all__ = ["DenGraph", "den_log_prob"]
 
 
+def _csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape) -> torch.Tensor:
+    """A sparse CSR matrix (int32 indices: MKL and cuSPARSE take them without a copy)
+    summing duplicate (row, col) entries."""
+    with warnings.catch_warnings():  # "sparse CSR support is in beta"
+        warnings.simplefilter("ignore")
+        m = torch.sparse_coo_tensor(torch.stack([rows, cols]), values, shape,
+                                    check_invariants=False).coalesce().to_sparse_csr()
+        return torch.sparse_csr_tensor(m.crow_indices().int(), m.col_indices().int(),
+                                       m.values(), shape, check_invariants=False)
+
+
 @dataclass
 class DenGraph:
     """The den graph's arcs as tensors: ``src``, ``dst``, ``pdf`` (0-based), ``prob``
-    (``exp(-weight)``), and ``init`` (initial probabilities per state)."""
+    (``exp(-weight)``), and ``init`` (initial probabilities per state); the entries
+    (``entry_dst``, ``entry_pdf``) and the matrices ``w`` (K x S) and ``w_t`` (S x K)
+    derived from them on construction."""
     num_states: int
     num_pdfs: int
     src: torch.Tensor
@@ -41,6 +67,30 @@ class DenGraph:
     pdf: torch.Tensor
     prob: torch.Tensor
     init: torch.Tensor
+    entry_dst: torch.Tensor = field(init=False, repr=False)
+    entry_pdf: torch.Tensor = field(init=False, repr=False)
+    w: torch.Tensor = field(init=False, repr=False)
+    w_t: torch.Tensor = field(init=False, repr=False)
+    entries_are_states: bool = field(init=False, repr=False)
+    _converted: Dict = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self):
+        s = self.num_states
+        key = self.dst * self.num_pdfs + self.pdf
+        uniq, entry = torch.unique(key, return_inverse=True)  # sorted by (dst, pdf)
+        dst = torch.div(uniq, self.num_pdfs, rounding_mode="floor")
+        pdf = uniq - dst * self.num_pdfs
+        self.entries_are_states = len(torch.unique(dst)) == len(dst)
+        if self.entries_are_states:  # one pdf into each state: entry k is state k
+            entry = dst[entry]
+            self.entry_pdf = torch.zeros(s, dtype=pdf.dtype, device=pdf.device)
+            self.entry_pdf[dst] = pdf  # (states never entered: pdf 0, an empty row of w)
+            self.entry_dst = torch.arange(s, device=dst.device)
+        else:
+            self.entry_dst, self.entry_pdf = dst, pdf
+        k = len(self.entry_dst)
+        self.w = _csr(entry, self.src, self.prob, (k, s))
+        self.w_t = _csr(self.src, entry, self.prob, (s, k))
 
     @classmethod
     def from_fst(cls, den: FstArrays, num_pdfs: int, init: Optional[np.ndarray] = None,
@@ -61,55 +111,72 @@ class DenGraph:
         return DenGraph(self.num_states, self.num_pdfs, self.src.to(device),
                         self.dst.to(device), self.pdf.to(device), f(self.prob), f(self.init))
 
+    def converted(self, device, dtype) -> "DenGraph":
+        """This graph on ``device`` in ``dtype`` (built once, then kept)."""
+        if self.prob.device == device and self.prob.dtype == dtype:
+            return self
+        key = (str(device), dtype)
+        if key not in self._converted:
+            self._converted[key] = self.to(device, dtype)
+        return self._converted[key]
+
 
 def _leak(a: torch.Tensor, init: torch.Tensor, c: float) -> torch.Tensor:
-    return a + c * a.sum(1, keepdim=True) * init if c else a
+    """(S, B) alphas plus the leak ``c * sum(alpha) * init``."""
+    return a.addcmul_(init.unsqueeze(1), a.sum(0, keepdim=True), value=c) if c else a
 
 
 def _leak_t(b: torch.Tensor, init: torch.Tensor, c: float) -> torch.Tensor:
-    return b + c * (b * init).sum(1, keepdim=True) if c else b
+    """(S, B) betas plus the transposed leak ``c * sum_j init(j) beta(j)``."""
+    return b.add_(init @ b, alpha=c) if c else b
 
 
 class _DenLogProb(torch.autograd.Function):
     @staticmethod
     def forward(ctx, out: torch.Tensor, g: DenGraph, leaky: float):
         b, t_len, _ = out.shape
-        x = out.detach().clamp(-30.0, 30.0)
+        x = out.detach().to(g.prob.dtype).clamp(-30.0, 30.0)
         shift = x.max(2, keepdim=True).values
-        e = torch.exp(x - shift)  # (B, T, P)
-        alphas = out.new_empty(t_len + 1, b, g.num_states)
-        a = g.init.unsqueeze(0).expand(b, -1).clone()
-        logp = shift.sum((1, 2)).to(out.dtype)
-        a = _leak(a, g.init, leaky)
+        e = torch.exp(x - shift).permute(1, 2, 0).contiguous()  # (T, P, B)
+        k = len(g.entry_dst)
+        ys = x.new_empty(t_len, k, b)  # W @ alpha of each frame
+        e_k = x.new_empty(k, b)  # the frame's e of each entry
+        nxt = x.new_empty(g.num_states, b)
+        logp = shift.sum((1, 2))
+        a = _leak(g.init.unsqueeze(1).expand(-1, b).clone(), g.init, leaky)
         for t in range(t_len):
-            alphas[t] = a
-            arc = a[:, g.src] * g.prob * e[:, t, g.pdf]
-            nxt = out.new_zeros(b, g.num_states).index_add_(1, g.dst, arc)
-            s = nxt.sum(1, keepdim=True)
-            logp = logp + torch.log(s.squeeze(1))
-            a = _leak(nxt / s, g.init, leaky)
-        alphas[t_len] = a
-        logp = logp + torch.log(a.sum(1))
-        ctx.save_for_backward(alphas, e)
-        ctx.g, ctx.leaky = g, leaky
-        return logp
+            y = torch.mm(g.w, a, out=ys[t])
+            torch.index_select(e[t], 0, g.entry_pdf, out=e_k)
+            if g.entries_are_states:
+                torch.mul(y, e_k, out=nxt)
+            else:
+                nxt.zero_().index_add_(0, g.entry_dst, e_k.mul_(y))
+            s = nxt.sum(0)
+            logp += torch.log(s)
+            a = _leak(nxt.div_(s), g.init, leaky)
+        logp += torch.log(a.sum(0))
+        ctx.save_for_backward(ys, e)
+        ctx.g, ctx.leaky, ctx.out_dtype = g, leaky, out.dtype
+        return logp.to(out.dtype)
 
     @staticmethod
     def backward(ctx, grad_logp):
-        alphas, e = ctx.saved_tensors
+        ys, e = ctx.saved_tensors
         g, leaky = ctx.g, ctx.leaky
-        t_len, b = e.shape[1], e.shape[0]
-        post = e.new_zeros(b, t_len, g.num_pdfs)
-        beta = _leak_t(e.new_ones(b, g.num_states), g.init, leaky)  # beta of frame T
+        t_len, k, b = ys.shape
+        post = e.new_zeros(t_len, g.num_pdfs, b)
+        z, occ = e.new_empty(k, b), e.new_empty(k, b)
+        beta = _leak_t(e.new_ones(g.num_states, b), g.init, leaky)  # beta of frame T
+        nb = e.new_empty(g.num_states, b)
         for t in range(t_len - 1, -1, -1):
-            arc = alphas[t][:, g.src] * g.prob * e[:, t, g.pdf] * beta[:, g.dst]
-            tot = arc.sum(1, keepdim=True)
-            post[:, t].index_add_(1, g.pdf, arc / tot)
-            nb = e.new_zeros(b, g.num_states).index_add_(
-                1, g.src, g.prob * e[:, t, g.pdf] * beta[:, g.dst])
-            nb = _leak_t(nb, g.init, leaky)
-            beta = nb / nb.sum(1, keepdim=True)
-        return post * grad_logp.view(b, 1, 1), None, None
+            torch.index_select(e[t], 0, g.entry_pdf, out=z)
+            z.mul_(beta if g.entries_are_states else beta.index_select(0, g.entry_dst))
+            torch.mul(ys[t], z, out=occ)
+            post[t].index_add_(0, g.entry_pdf, occ.div_(occ.sum(0)))
+            beta = _leak_t(torch.mm(g.w_t, z, out=nb), g.init, leaky)
+            beta.div_(beta.sum(0))
+        grad = post.permute(2, 0, 1) * grad_logp.to(post.dtype).view(b, 1, 1)
+        return grad.to(ctx.out_dtype), None, None
 
 
 def den_log_prob(nnet_output: torch.Tensor, graph: DenGraph,
@@ -122,6 +189,6 @@ def den_log_prob(nnet_output: torch.Tensor, graph: DenGraph,
                           f"{tuple(nnet_output.shape)}")
     if nnet_output.shape[1] == 0:
         raise FormatError("den_log_prob: sequences of 0 frames")
-    g = graph if graph.prob.dtype == nnet_output.dtype and graph.prob.device == \
-        nnet_output.device else graph.to(nnet_output.device, nnet_output.dtype)
+    dtype = torch.float64 if nnet_output.dtype == torch.float64 else torch.float32
+    g = graph.converted(nnet_output.device, dtype)
     return _DenLogProb.apply(nnet_output, g, float(leaky_hmm_coefficient))

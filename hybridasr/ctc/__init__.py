@@ -1,4 +1,4 @@
-"""CTC over sentencepiece units (issue 29): the parts that stand without the trainer.
+"""CTC over sentencepiece units: the parts that stand without the trainer.
 
 - ``units``: a sentencepiece model (unigram or BPE) trained on a data dir's transcripts, the
   units dir it is written into (``units.model``, ``units.txt``, ``targets.ark``/``.scp``,

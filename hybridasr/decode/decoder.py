@@ -8,8 +8,6 @@ per graph file): input label ``pdf + 1``, output label the id of the original ar
 (transition-id, word) pair, so ``m`` is the [T, num_pdfs] scaled log-likelihood matrix itself
 and the best path maps back to transition-ids and words exactly. Same states, arcs, weights
 and arc order as the original graph: the search is the one Kaldi's decoder does.
-``expand=True`` keeps the former route (the original graph, a [T, num_transition_ids] matrix
-with column ``tid - 1`` = ``acoustic_scale * loglike[frame, pdf(tid)]``), for comparisons.
 """
 from __future__ import annotations
 
@@ -84,36 +82,26 @@ def pdf_graph(fst, tid2pdf: np.ndarray, path: Optional[str] = None) -> PdfGraph:
 class MappedDecoder:
     """Decodes per-pdf log-likelihood matrices on a graph whose input labels are
     transition-ids (``tid2pdf[tid]`` = pdf; index 0 unused). ``fst_path``: the file ``fst``
-    was read from (reads the const arc array directly and caches the relabelled graph);
-    ``expand``: decode the original graph with the [T, num_transition_ids] matrix instead."""
+    was read from (reads the const arc array directly and caches the relabelled graph)."""
 
     def __init__(self, fst, tid2pdf: np.ndarray, num_pdfs: int | None = None,
                  options: DecodeOptions = DecodeOptions(), max_ilabel: int | None = None,
-                 fst_path: Optional[str] = None, expand: bool = False):
+                 fst_path: Optional[str] = None):
         import kaldi_decoder
 
         self.mapping = PdfMapping(tid2pdf, num_pdfs, max_ilabel)
         self.tid2pdf, self.num_pdfs = self.mapping.tid2pdf, self.mapping.num_pdfs
         self.options = options
-        self.expand = expand
         opts = kaldi_decoder.FasterDecoderOptions(
             beam=options.beam, max_active=options.max_active, min_active=options.min_active,
             beam_delta=options.beam_delta, hash_ratio=options.hash_ratio)
         # the C++ decoder keeps a pointer to the graph: keep it alive
-        self.graph: Optional[PdfGraph] = None if expand else pdf_graph(fst, self.tid2pdf,
-                                                                       fst_path)
-        self._fst = fst if expand else self.graph.fst
-        self._decoder = kaldi_decoder.FasterDecoder(self._fst, opts)
+        self.graph: PdfGraph = pdf_graph(fst, self.tid2pdf, fst_path)
+        self._decoder = kaldi_decoder.FasterDecoder(self.graph.fst, opts)
         self._decodable = kaldi_decoder.DecodableCtc
 
-    def tid_matrix(self, loglikes: np.ndarray, acoustic_scale: float) -> np.ndarray:
-        """[T, num_tids] float32: column tid-1 = acoustic_scale * loglikes[:, pdf(tid)]."""
-        return self.mapping.by_label(loglikes, acoustic_scale)
-
     def scaled_matrix(self, loglikes: np.ndarray, acoustic_scale: float) -> np.ndarray:
-        """What the decodable reads: [T, num_pdfs] (or [T, num_tids] with ``expand``)."""
-        if self.expand:
-            return self.tid_matrix(loglikes, acoustic_scale)
+        """What the decodable reads: [T, num_pdfs] float32 scaled log-likelihoods."""
         return self.mapping.scaled(loglikes, acoustic_scale)
 
     def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
@@ -131,13 +119,10 @@ class MappedDecoder:
         ok, best = self._decoder.get_best_path(True)
         if not ok or best.num_states == 0:
             return res
-        linear, ilabels, olabels, weight = kaldifst.get_linear_symbol_sequence(best)
+        linear, _, olabels, weight = kaldifst.get_linear_symbol_sequence(best)
         if not linear:  # cannot happen for a best path; be explicit rather than wrong
             raise FormatError(f"utterance {utt}: the decoder's best path is not linear")
         res.ok = True
-        if self.expand:
-            res.words, res.alignment = list(olabels), list(ilabels)
-        else:
-            res.alignment, res.words = self.graph.tids_words(olabels)
+        res.alignment, res.words = self.graph.tids_words(olabels)
         res.graph_cost, res.acoustic_cost = float(weight.value1), float(weight.value2)
         return res

@@ -20,7 +20,7 @@ import torch
 
 from hybridasr.data.chunking import parse_chunking
 from hybridasr.decode.loglikes import PriorOptions, scaled_loglikes
-from hybridasr.errors import FormatError
+from hybridasr.errors import ConfigError, FormatError
 from hybridasr.models.device import DeviceOptions, resolve_device
 from hybridasr.options import option
 
@@ -69,6 +69,29 @@ class OutputRateOptions:
                               choices=("input", "model"))
 
 
+@dataclass
+class ChainOutputOptions:
+    """What forward.py writes for a chain model (``--objective=lfmmi``)."""
+    chain: str = option("auto", "auto: the outputs of a model trained with --objective=lfmmi "
+                                "(its stored objective) are chain outputs | true | false. A "
+                                "chain model's outputs are written as they are, as "
+                                "log-likelihoods (no log-softmax, no priors), one row per "
+                                "output frame (1/3 of the input frames), whole utterances",
+                        choices=("auto", "true", "false"))
+    loglike_scale: float = option(1.0, "multiply what is written by this (chain decoding: "
+                                       "--post-decode-acwt, the decoder's acoustic scale then "
+                                       "divided by it: the lattices hold the acoustic costs "
+                                       "Kaldi's lattice-scale --acoustic-scale leaves)",
+                                  above=0.0)
+
+
+def is_chain_model(meta: dict, chain: str = "auto") -> bool:
+    """Whether a model's outputs are chain outputs (``--chain``; auto: its stored objective)."""
+    if chain == "auto":
+        return meta.get("objective") == "lfmmi"
+    return chain == "true"
+
+
 @torch.inference_mode()
 def model_logits(model: torch.nn.Module, feats: np.ndarray, device: torch.device,
                  chunks: ChunkOptions = ChunkOptions()) -> np.ndarray:
@@ -107,10 +130,18 @@ def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
                     num_outputs: int, log_priors: Optional[np.ndarray] = None,
                     prior_scale: float = PriorOptions.prior_scale,
                     chunks: ChunkOptions = ChunkOptions(),
-                    model_rate: bool = False) -> ForwardSummary:
+                    model_rate: bool = False, chain: bool = False,
+                    loglike_scale: float = 1.0) -> ForwardSummary:
     """For each utterance of ``dataset`` (a ``UtteranceDataset`` carrying the model's
     transform): scaled log-likelihoods [frames, num_outputs], passed to ``write(key, m)``;
-    ``model_rate``: [the network's output frames, num_outputs] (``--output-rate=model``)."""
+    ``model_rate``: [the network's output frames, num_outputs] (``--output-rate=model``);
+    ``chain``: the chain outputs as they are (no softmax, no priors), one row per output frame
+    (``ceil(frames / frame_subsampling_factor)``), whole utterances; all times
+    ``loglike_scale``."""
+    factor = int(getattr(model, "frame_subsampling_factor", 1))
+    if chain and (log_priors is not None or chunks.chunk_size > 0):
+        raise ConfigError("a chain model's outputs are log-likelihoods of whole utterances: "
+                          "no --class-frame-counts and no --chunking")
     summary = ForwardSummary()
     start = time.perf_counter()
     model.eval()
@@ -125,9 +156,18 @@ def forward_dataset(model: torch.nn.Module, dataset, device: torch.device,
             if logits.shape[1] != num_outputs:
                 raise FormatError(f"utterance {utt}: the model gave {logits.shape[1]} outputs, "
                                   f"expected {num_outputs}")
-            ll = scaled_loglikes(logits, log_priors, prior_scale)
-            ll = (dataset.transform.undo_label_delay(ll) if model_rate
-                  else to_input_rate(ll, dataset.transform, n_in))
+            if chain:
+                ll = logits.astype(np.float32, copy=False)
+                if len(ll) != -(-n_in // factor):
+                    raise FormatError(f"utterance {utt}: the chain model gave {len(ll)} frames "
+                                      f"for {n_in} input frames (frame subsampling factor "
+                                      f"{factor})")
+            else:
+                ll = scaled_loglikes(logits, log_priors, prior_scale)
+                ll = (dataset.transform.undo_label_delay(ll) if model_rate
+                      else to_input_rate(ll, dataset.transform, n_in))
+            if loglike_scale != 1.0:
+                ll = ll * np.float32(loglike_scale)
         write(utt, ll)
         summary.num_utts += 1
         summary.num_frames += n_in

@@ -1,4 +1,6 @@
-"""Kaldi-compatible MFCC and filterbank features, computed in batches with torch.
+"""Kaldi-compatible MFCC and filterbank features, computed in batches with torch (what the
+feature types share; what each does after the power spectrum is its class in
+``hybridasr.features.types``).
 
 The numbers are those of ``torchaudio.compliance.kaldi.mfcc`` / ``fbank`` (which match Kaldi's
 ``compute-mfcc-feats`` / ``compute-fbank-feats``): the mel filterbank is torchaudio's
@@ -21,12 +23,11 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import torch
 import torchaudio.compliance.kaldi as ta_kaldi
-import torchaudio.functional as taF
 
 from hybridasr.errors import ConfigError
 from hybridasr.features.options import FeatureOptions
-
-_EPS = float(np.finfo(np.float32).eps)  # Kaldi: std::numeric_limits<float>::epsilon()
+from hybridasr.features.types import EPS as _EPS
+from hybridasr.features.types import feature_type
 
 
 def window_function(opts: FeatureOptions) -> np.ndarray:
@@ -72,15 +73,7 @@ class FeatureExtractor:
         self._window = torch.from_numpy(window_function(opts))
         self._mel_cache: Dict[float, torch.Tensor] = {}
         self._generator = torch.Generator()
-        self._dct = None
-        if opts.kind == "mfcc":
-            dct = taF.create_dct(opts.num_ceps, opts.num_mel_bins, "ortho")  # (bins, ceps)
-            dct[:, 0] = math.sqrt(1.0 / opts.num_mel_bins)
-            if opts.cepstral_lifter != 0.0:
-                q = opts.cepstral_lifter
-                lifter = 1.0 + 0.5 * q * np.sin(math.pi * np.arange(opts.num_ceps) / q)
-                dct = dct * torch.from_numpy(lifter.astype(np.float32))[None, :]
-            self._dct = dct.contiguous()
+        self._type = feature_type(opts)  # mfcc, fbank: hybridasr.features.types
         self._log_energy_floor = (math.log(opts.energy_floor) if opts.energy_floor > 0.0
                                   else None)
 
@@ -170,22 +163,8 @@ class FeatureExtractor:
         if o.use_energy and not o.raw_energy:
             energy = self._log_energy(x)
         spec = torch.fft.rfft(x, n=o.padded_window_size)
-        power = torch.view_as_real(spec).square_().sum(dim=-1)
-        if o.kind == "fbank" and not o.use_power:
-            power.sqrt_()
-        feats = torch.matmul(power, self.mel_banks(vtln_warp))
-        if o.kind == "mfcc" or o.use_log_fbank:
-            feats.clamp_min_(_EPS).log_()
-        if o.kind == "mfcc":
-            feats = torch.matmul(feats, self._dct)
-            if o.use_energy:
-                feats[:, 0] = energy
-            if o.htk_compat:
-                c0 = feats[:, :1] if o.use_energy else feats[:, :1] * math.sqrt(2.0)
-                feats = torch.cat([feats[:, 1:], c0], dim=1)
-        elif o.use_energy:
-            e = energy[:, None]
-            feats = torch.cat([feats, e] if o.htk_compat else [e, feats], dim=1)
+        power = self._type.spectrum(torch.view_as_real(spec).square_().sum(dim=-1))
+        feats = self._type.from_mel(torch.matmul(power, self.mel_banks(vtln_warp)), energy)
         out = feats.numpy()
         result, s = [], 0
         for cnt in counts:

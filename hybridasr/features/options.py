@@ -12,7 +12,7 @@ the conf file and line. The defaults are Kaldi's, not torchaudio's: MFCC has
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Dict
+from typing import ClassVar
 
 from hybridasr.errors import ConfigError
 from hybridasr.options import check, from_values, option
@@ -22,7 +22,8 @@ WINDOW_TYPES = ("hamming", "hanning", "povey", "rectangular", "blackman")
 
 @dataclass(frozen=True)
 class FeatureOptions:
-    """What MFCC and fbank share; ``kind`` ('mfcc' or 'fbank') is the subclass's.
+    """What MFCC and fbank share; ``kind`` ('mfcc' or 'fbank') is the subclass's, the name
+    its feature type is registered under (``hybridasr.features.types.FEATURE_TYPES``).
     ``FeatureOptions.kaldi_defaults(kind, **overrides)`` gives the options of a kind."""
     kind: ClassVar[str] = ""
 
@@ -68,7 +69,10 @@ class FeatureOptions:
     @classmethod
     def kaldi_defaults(cls, kind: str, **overrides) -> "FeatureOptions":
         """Kaldi's defaults for ``kind`` ('mfcc' or 'fbank'), with overrides (checked)."""
-        return from_values(feature_options_class(kind), overrides)
+        by_kind = {c.kind: c for c in FeatureOptions.__subclasses__() if c.kind}
+        if kind not in by_kind:
+            raise ConfigError(f"unknown feature type {kind!r} (one of: {', '.join(by_kind)})")
+        return from_values(by_kind[kind], overrides)
 
     # Kaldi: static_cast<int32>(samp_freq * 0.001 * frame_shift_ms)
     @property
@@ -163,13 +167,3 @@ class FbankOptions(FeatureOptions):
     @property
     def feature_dim(self) -> int:
         return self.num_mel_bins + (1 if self.use_energy else 0)
-
-
-FEATURE_KINDS: Dict[str, type] = {c.kind: c for c in (MfccOptions, FbankOptions)}
-
-
-def feature_options_class(kind: str) -> type:
-    """The options class of ``kind`` ('mfcc' or 'fbank')."""
-    if kind not in FEATURE_KINDS:
-        raise ValueError(f"unknown feature kind {kind!r} (one of: {', '.join(FEATURE_KINDS)})")
-    return FEATURE_KINDS[kind]

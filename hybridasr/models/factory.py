@@ -1,8 +1,9 @@
 """The models by name (``--model``), their options, the model config dict and ``build_model``.
 
-Each model class declares its options in ``Options`` (``hybridasr.models.options``,
-``mlp.MlpOptions``); ``model_options()`` is ``--model`` and all of them once, for the command
-line and ``--model-config`` files (``MODEL_CONFIG``). The config is a dict of plain JSON
+``MODELS`` is the models' registry (``hybridasr.registry``): one line per model, its class
+and a summary for ``--help``. Each model class declares its options in ``Options``
+(``hybridasr.models.options``, ``mlp.MlpOptions``); ``model_options()`` is ``--model`` and all
+of them once, for the command line and ``--model-config`` files (``MODEL_CONFIG``). The config is a dict of plain JSON
 types: ``model`` and the options of that model, e.g. ``{"model": "blstm", "num_layers": 3,
 "hidden_size": 512, "dropout": 0.1, "proj_size": 0}`` (``activation`` instead of
 ``proj_size`` for ``mlp``); it is stored in every saved model and rebuilds it (missing keys
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import List
 
 import torch
 
@@ -20,9 +21,16 @@ from hybridasr.errors import ConfigError
 from hybridasr.models.blstm import Blstm
 from hybridasr.models.lstm import Lstm
 from hybridasr.models.mlp import Mlp
-from hybridasr.options import OptionSpec, from_values, option, option_specs
+from hybridasr.models.tdnnf import Tdnnf
+from hybridasr.options import OptionSpec, option, option_specs
+from hybridasr.registry import Registry
 
-MODELS: Dict[str, type] = {"blstm": Blstm, "lstm": Lstm, "mlp": Mlp}
+MODELS = Registry("model", "--model")
+MODELS.add("blstm", Blstm, summary="bidirectional LSTM")
+MODELS.add("lstm", Lstm, summary="unidirectional LSTM, for truncated BPTT and --label-delay")
+MODELS.add("mlp", Mlp, summary="feed-forward on spliced frames (--splice)")
+MODELS.add("tdnnf", Tdnnf, summary="factorised TDNN (Kaldi's tdnnf-layer), the chain model")
+# a new model: its module and one line here, e.g. MODELS.add("tdnnf", Tdnnf, summary="...")
 # the config-file option of the model options (``parser.add_config_file_option(*MODEL_CONFIG)``)
 MODEL_CONFIG = ("--model-config", "config file of model options (e.g. conf/model/blstm.conf); "
                 "read after --config, the command line wins")
@@ -30,32 +38,23 @@ MODEL_CONFIG = ("--model-config", "config file of model options (e.g. conf/model
 
 @dataclass
 class ModelChoice:
-    model: str = option("blstm", "blstm: bidirectional LSTM; lstm: unidirectional LSTM, for "
-                                 "truncated BPTT and --label-delay; mlp: feed-forward on "
-                                 "spliced frames (--splice)", choices=tuple(MODELS))
+    model: str = option("blstm", MODELS.choice_help("; "), choices=tuple(MODELS))
 
 
 def model_options() -> List[OptionSpec]:
     """``--model`` and every model's options, each once."""
-    specs: Dict[str, OptionSpec] = {}
-    for cls in (ModelChoice, *(m.Options for m in MODELS.values())):
-        for s in option_specs(cls):
-            if specs.setdefault(s.dest, s) != s:
-                raise TypeError(f"{cls.__name__} declares {s.flag} unlike another model")
-    return list(specs.values())
+    return MODELS.option_specs(ModelChoice)
 
 
 def model_class(name: str) -> type:
     """The class of ``--model=name``, for its capabilities (``recurrent``, ``carries_state``)
     without building it."""
-    if name not in MODELS:
-        raise ConfigError(f"--model={name}: expected one of {', '.join(MODELS)}")
-    return MODELS[name]
+    return MODELS.entry(name).build
 
 
 def model_config_from_args(args) -> dict:
     """The model config of parsed options (only the keys its model uses), validated."""
-    own = [s.dest for s in option_specs(model_class(args.model).Options)]
+    own = [s.dest for s in option_specs(MODELS.options_class(args.model))]
     return normalize_config({"model": args.model, **{k: getattr(args, k) for k in own}})
 
 
@@ -65,12 +64,7 @@ def normalize_config(config: dict) -> dict:
     if not isinstance(config, dict):
         raise ConfigError(f"model config must be a dict, got {type(config).__name__}")
     name = config.get("model", ModelChoice.model)
-    cls = model_class(name)
-    unknown = sorted(set(config) - {s.dest for s in model_options()})
-    if unknown:
-        raise ConfigError(f"model config: unknown key(s) {', '.join(unknown)}")
-    own = {s.dest for s in option_specs(cls.Options)}
-    opts = from_values(cls.Options, {k: v for k, v in config.items() if k in own})
+    opts = MODELS.options(name, config, known=("model",))
     return {"model": name, **dataclasses.asdict(opts)}
 
 

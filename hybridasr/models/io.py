@@ -22,10 +22,10 @@ FORMAT = "hybridasr-nnet-1"
 def save_model(path: str, model: torch.nn.Module, config: dict, meta: dict) -> None:
     """Writes ``model`` (its config, dims and ``meta``) to ``path`` atomically."""
     model = getattr(model, "module", model)  # DistributedDataParallel
-    out = model.output
+    outputs = getattr(model, "num_outputs", None) or model.output.out_features  # tdnnf: its own
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     obj = {"format": FORMAT, "model_config": _plain(config, "model config"),
-           "input_dim": _input_dim(model), "num_outputs": int(out.out_features),
+           "input_dim": _input_dim(model), "num_outputs": int(outputs),
            "meta": _plain(meta, "meta"), "state_dict": state}
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
@@ -44,6 +44,8 @@ def _plain(obj: dict, what: str) -> dict:
 
 
 def _input_dim(model: torch.nn.Module) -> int:
+    if hasattr(model, "input_dim"):  # tdnnf
+        return int(model.input_dim)
     if hasattr(model, "layers"):  # blstm
         return int(model.layers[0].fw.input_size)
     if hasattr(model, "lstm"):

@@ -1,4 +1,4 @@
-"""The recipe's defaults chosen from the training data's size (issue 30).
+"""The recipe's defaults chosen from the training data's size.
 
 ``./run.sh`` leaves four choices to this rule unless they are given: ``--feat-type``,
 ``--speed-perturb``, ``--model-config`` (network size and dropout) and ``--schedule-config``
@@ -31,7 +31,7 @@ schedule_config           newbob on the cv loss where a cv set    kaldi_tiny_2sp
                           judges an epoch (``MIN_CV_UTTERANCES``  sets of 2 / 1 utterances):
                           utterances, ``MIN_CV_WORDS`` words),    newbob kept epoch 1; all
                           else 4 fixed epochs on every            data, 4 epochs: 3.33/5.00/
-                          utterance (``conf/schedule_all_data``   3.33% and 26.67/40.00/20.00%
+                          utterance (``conf/schedule_all_data``   3.33% and 23.33/36.67/20.00%
                           ``.conf``)                              over 3 seeds; kaldi_digits
                                                                   (cv 10 utts, 10 words) and
                                                                   polish (54, 734) keep newbob

@@ -1,4 +1,4 @@
-"""What a recipe stage was made from, and whether it finished (issue 32).
+"""What a recipe stage was made from, and whether it finished.
 
 A stage's record is a small JSON file beside its outputs (e.g. ``data/stage1.json``): the
 options that matter (``name=value``), the input files with their sizes and modification times

@@ -1,4 +1,4 @@
-"""CTC training over sentencepiece units: ``--objective=ctc`` (issue 29).
+"""CTC training over sentencepiece units: ``--objective=ctc``.
 
 The network (BLSTM or LSTM) has one output per unit of a units dir
 (``steps/nnet/train_units.sh``, ``hybridasr.ctc.units``), blank = output 0, and is trained with
@@ -40,6 +40,7 @@ from hybridasr.ctc import BLANK
 from hybridasr.ctc.decode import collapse
 from hybridasr.ctc.units import UnitsDir
 from hybridasr.errors import ConfigError, FormatError
+from hybridasr.train.objective import Objective, TrainingData
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +129,27 @@ def setup_ctc_data(units_tr: str, units_cv: str, data_tr: str, data_cv: str, tra
     return num_outputs, sets[0], sets[1], CtcObjective(targets)
 
 
-class CtcObjective:
+class CtcObjective(Objective):
     """The CTC loss of a batch against the unit sequences of its rows (by key)."""
+
+    whole_utterances = "sums over the CTC paths of whole utterances"
+    errors_are = "greedy unit errors per output frame"
 
     def __init__(self, targets: Dict[str, np.ndarray]):
         self.targets = targets
+
+    @classmethod
+    def read_data(cls, opts, inputs, transform, use_cmvn: bool,
+                  report_dir: str = "") -> TrainingData:
+        """Units dirs (``<ali-tr>``, ``<ali-cv>``), no frame targets: ``setup_ctc_data``."""
+        num_outputs, tr, cv, objective = setup_ctc_data(
+            inputs.ali_tr, inputs.ali_cv, inputs.data_tr, inputs.data_cv, transform, use_cmvn,
+            report_dir)
+        return TrainingData(num_outputs, tr, cv, extra=objective.targets)
+
+    @classmethod
+    def build(cls, opts, data: TrainingData, inputs) -> "CtcObjective":
+        return cls(data.extra)
 
     def __call__(self, logits: torch.Tensor, batch) -> Tuple[torch.Tensor, torch.Tensor,
                                                               torch.Tensor, int]:

@@ -29,6 +29,7 @@ import torch
 
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.options import option
+from hybridasr.train.objective import Objective, TrainingData
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +68,21 @@ def check_fullsum_options(opts) -> None:
         raise ConfigError("--fullsum-am-scale must be above 0")
 
 
-class FullSumObjective:
+class FullSumObjective(Objective):
     """The training graphs of the utterances of ``datasets`` (each a pair of an
     ``UtteranceDataset`` and its data dir's ``text``) and the loss of a batch."""
+
+    Options = FullSumOptions
+    whole_utterances = "sums over the paths of whole utterances"
+
+    @classmethod
+    def check_chosen(cls, opts) -> None:
+        check_fullsum_options(opts)
+
+    @classmethod
+    def build(cls, opts, data: TrainingData, inputs) -> "FullSumObjective":
+        return cls(opts, [(data.train, os.path.join(inputs.data_tr, "text")),
+                          (data.cv, os.path.join(inputs.data_cv, "text"))], data.num_outputs)
 
     def __init__(self, opts: FullSumOptions, datasets: Sequence[Tuple[object, str]],
                  num_pdfs: int):

@@ -1,9 +1,10 @@
-"""One pass over a rank's batches: training (forward, frame cross-entropy or another
-objective, backward, update) or evaluation (loss and frame error rate only).
+"""One pass over a rank's batches: training (forward, the objective's loss, backward, update)
+or evaluation (loss and error rate only).
 
-The loss of a batch is the sum of frame cross-entropies over its real (unpadded) frames
-divided by the frames of the whole step, over all ranks under DDP: DDP's gradient mean then
-equals one process's gradient on the same global batch. Truncated-BPTT batches carry each
+The objective (``hybridasr.train.objective.Objective``, ``--objective``) gives each batch's
+summed loss, errors and frames; the step divides the loss by the frames of the whole step,
+over all ranks under DDP: DDP's gradient mean then equals one process's gradient on the same
+global batch. Truncated-BPTT batches carry each
 row's recurrent state to the next batch (detached; reset where a new utterance starts).
 """
 from __future__ import annotations
@@ -17,9 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import torch
-import torch.nn.functional as F
 
-from hybridasr.features.transform import IGNORE_INDEX
 from hybridasr.train.distributed import DistInfo, ParameterAverager, all_reduce_sum
 from hybridasr.train.partial import set_rng_state
 
@@ -28,9 +27,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class EpochStats:
-    loss_sum: float = 0.0      # summed frame cross-entropy (nats)
-    errors: int = 0            # frames whose argmax is not the target
-    frames: int = 0            # real frames with a target
+    loss_sum: float = 0.0      # the objective's summed reported loss (nats)
+    errors: int = 0            # the objective's errors (frames whose argmax is not the target)
+    frames: int = 0            # the frames the objective counts (real frames with a target)
     padded_frames: int = 0     # batch size x longest, summed
     batches: int = 0
     seconds: float = 0.0
@@ -78,10 +77,10 @@ def _where(batch, number: int, check_every: int, ddp: bool) -> str:
     return where + (" on this or another process" if ddp else "")
 
 
-def _model_outputs(model, feats, lengths, state, carry: bool):
+def _model_outputs(model, feats, lengths, state, carry: bool, kwargs: dict):
     if carry:
-        return model(feats, lengths, state=state, return_state=True)
-    return model(feats, lengths), None
+        return model(feats, lengths, state=state, return_state=True, **kwargs)
+    return model(feats, lengths, **kwargs), None
 
 
 def _reset_rows(state, reset: Optional[torch.Tensor]):
@@ -141,9 +140,13 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
     which is also when a NaN/inf loss is noticed; under DDP every step exchanges the frame
     count and a NaN flag anyway.
 
-    ``objective``: None for frame cross-entropy against the batch's targets; otherwise a
-    callable ``(logits [B, T, P], batch) -> (loss, reported loss, errors, frames)``
-    (``hybridasr.train.fullsum``, ``sequence``, ``ctc``: a batch without frame targets)."""
+    ``objective``: a callable ``(logits [B, T, P], batch) -> (loss, reported loss, errors,
+    frames)`` (``hybridasr.train.objective.Objective``); None: the default ``--objective``
+    with its default options."""
+    if objective is None:
+        from hybridasr.train.objectives import default_objective
+
+        objective = default_objective()
     training = optimizer is not None
     model.train(training)
     stats = EpochStats() if resume is None else dataclasses.replace(resume, extra={})
@@ -157,6 +160,9 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
     loss_acc = torch.tensor(float(stats.loss_sum), dtype=torch.float64, device=device)
     err_acc = torch.tensor(int(stats.errors), dtype=torch.int64, device=device)
     state = None
+    # what the objective asks of the model's forward (the xent output of a chain model)
+    model_kwargs = getattr(objective, "model_kwargs", lambda m: {})(getattr(model, "module",
+                                                                            model))
     start = time.perf_counter()
     grad_ctx = contextlib.nullcontext() if training else torch.no_grad()
     skip_updates = False  # --parallel=average: a rank went NaN; wait for the next sync
@@ -167,25 +173,12 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
                 rng_state = None
             carry = bool(batch.carry_state)
             state = _reset_rows(state, batch.reset) if carry else None
-            if batch.targets is None:  # an objective without frame targets (ctc)
-                num, targets = batch.num_real_frames, None
-            else:
-                num = int((batch.targets != IGNORE_INDEX).sum())  # on the host: no GPU sync
-                targets = batch.targets.to(device, non_blocking=True)
             feats = batch.feats.to(device, non_blocking=True)
             with autocast:
-                logits, state = _model_outputs(model, feats, batch.lengths, state, carry)
-            if objective is None:
-                logits = logits.float().reshape(-1, logits.shape[-1])
-                flat = targets.reshape(-1)
-                loss_sum = F.cross_entropy(logits, flat, ignore_index=IGNORE_INDEX,
-                                           reduction="sum")
-                reported = loss_sum.detach()
-                with torch.no_grad():
-                    err_acc += ((logits.argmax(-1) != flat) & (flat != IGNORE_INDEX)).sum()
-            else:
-                loss_sum, reported, errors, num = objective(logits, batch)
-                err_acc += errors
+                logits, state = _model_outputs(model, feats, batch.lengths, state, carry,
+                                               model_kwargs)
+            loss_sum, reported, errors, num = objective(logits, batch)
+            err_acc += errors
             loss_acc += reported
             stats.batches += 1
             check = stats.batches % check_every == 0

@@ -41,11 +41,9 @@ import torch
 
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.options import option
+from hybridasr.train.objective import Objective, TrainingData
 
 log = logging.getLogger(__name__)
-
-SEQUENCE_OBJECTIVES = ("smbr", "mmi")
-
 
 @dataclass
 class SequenceOptions:
@@ -119,9 +117,24 @@ def read_denominator_lattices(denlats: str, keys) -> Tuple[Dict[str, object], Di
     return lats, bad
 
 
-class SequenceObjective:
+class SequenceObjective(Objective):
     """The lattices of the utterances of ``keys`` and the loss of a batch (see the module's
-    docstring)."""
+    docstring); the criterion is ``opts.objective`` (``smbr`` or ``mmi``)."""
+
+    Options = SequenceOptions
+    whole_utterances = "rescores each utterance's whole lattice"
+
+    @classmethod
+    def check_chosen(cls, opts) -> None:
+        check_sequence_options(opts)
+
+    @classmethod
+    def build(cls, opts, data: TrainingData, inputs) -> "SequenceObjective":
+        train_set, cv_set = data.train, data.cv
+        keys = list(train_set.keys) + [k for k in cv_set.keys if k not in set(train_set.keys)]
+        lengths = dict(cv_set.lengths)
+        lengths.update(train_set.lengths)
+        return cls(opts, keys, lengths, data.num_outputs)
 
     def __init__(self, opts, keys: Sequence[str], lengths: Dict[str, int], num_pdfs: int):
         from hybridasr.align.counts import load_log_priors

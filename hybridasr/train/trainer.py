@@ -16,9 +16,7 @@ from typing import Optional
 
 import torch
 
-from hybridasr.align.ali_dir import ImportedAlignments
 from hybridasr.data.config import DataConfig
-from hybridasr.data.dataset import UtteranceDataset
 from hybridasr.data.loader import make_batch_iterator
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.features.transform import FeatureTransform
@@ -27,7 +25,8 @@ from hybridasr.train import partial
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
                                          broadcast_parameters, init_distributed, shutdown,
                                          stop_on_lost_peer)
-from hybridasr.train.objectives import check_objective, make_objective
+from hybridasr.train.objectives import (check_objective, make_objective, objective_class,
+                                        read_objective_data)
 from hybridasr.train.loop import EpochStats, run_epoch
 from hybridasr.train.metrics import plot_curves, write_metrics
 from hybridasr.train.options import TrainConfig
@@ -87,18 +86,14 @@ class Trainer:
 
     # --- data -------------------------------------------------------------------------
     def _setup_data(self) -> None:
+        """The objective's data (``Objective.read_data``: frame targets, or what it reads
+        instead), the feature statistics, then the objective over that data."""
         inp = self.inp
         self.transform = FeatureTransform.from_options(self.dcfg.transform)
         use_cmvn = self.transform.norm_means
-        self.objective = None
-        if self.tcfg.objective == "ctc":  # units dirs, no frame targets (hybridasr.train.ctc)
-            from hybridasr.train.ctc import setup_ctc_data
-
-            self.num_pdfs, self.tr, self.cv, self.objective = setup_ctc_data(
-                inp.ali_tr, inp.ali_cv, inp.data_tr, inp.data_cv, self.transform, use_cmvn,
-                self.exp if self.info.is_main else "")
-        else:
-            self._setup_frame_targets(use_cmvn)
+        data = read_objective_data(self.tcfg, inp, self.transform, use_cmvn,
+                                   self.exp if self.info.is_main else "")
+        self.num_pdfs, self.tr, self.cv = data.num_outputs, data.train, data.cv
         for name, ds in (("training", self.tr), ("cross-validation", self.cv)):
             if len(ds) == 0:
                 raise FormatError(f"the {name} set has no utterances with targets "
@@ -117,28 +112,12 @@ class Trainer:
                 self.tr.fit_transform(stats, **fit)
         self.input_dim = self.transform.output_dim(self.tr.feature_dim())
         self.cv_dcfg = cv_config(self.dcfg)
-        if self.objective is None:
-            self.objective = make_objective(self.tcfg, self.tr, self.cv, inp.data_tr,
-                                            inp.data_cv, self.num_pdfs)
-
-    def _setup_frame_targets(self, use_cmvn: bool) -> None:
-        """The datasets over an imported alignment's frame targets (every objective but ctc)."""
-        inp = self.inp
-        ali_tr, ali_cv = ImportedAlignments(inp.ali_tr), ImportedAlignments(inp.ali_cv)
-        self.num_pdfs = ali_tr.num_pdfs
-        if inp.ali_cv != inp.ali_tr and ali_cv.num_pdfs != self.num_pdfs:
-            raise FormatError(f"{inp.ali_tr} and {inp.ali_cv} disagree on the number of pdfs")
-        # targets are checked against num_pdfs as they are read (no pass over all of them)
-        self.tr = UtteranceDataset.from_data_dir(inp.data_tr, ali_tr.targets_scp,
-                                                 self.transform, use_cmvn,
-                                                 ali_tr.target_lengths, self.num_pdfs)
-        self.cv = UtteranceDataset.from_data_dir(inp.data_cv, ali_cv.targets_scp,
-                                                 self.transform, use_cmvn,
-                                                 ali_cv.target_lengths, self.num_pdfs)
+        self.objective = make_objective(self.tcfg, data, inp)
+        self.errors_are = objective_class(self.tcfg.objective).errors_are
 
     def meta(self, **extra) -> dict:
         m = {"transform": self.transform.to_dict(), "num_pdfs": self.num_pdfs,
-             "data_config": self.dcfg.to_dict()}
+             "data_config": self.dcfg.to_dict(), "objective": self.tcfg.objective}
         m.update(extra)
         return m
 
@@ -253,7 +232,7 @@ class Trainer:
         cv = self.evaluate(model)
         best = self._save(model, optimizer, 0, False, cv_loss=cv.loss)
         self.schedule.start(cv.loss)
-        log.info("initial cross-validation: loss %.4f, frame error rate %.2f%%", cv.loss,
+        log.info("initial cross-validation: loss %.4f, %s %.2f%%", cv.loss, self.errors_are,
                  100 * cv.fer)
         history = [{"epoch": 0, "lr": self.schedule.lr, "objective": self.tcfg.objective,
                     "cv_loss": cv.loss, "cv_fer": cv.fer,

@@ -353,7 +353,8 @@ def build_from_lang(stats: TreeStats, lang_dir: str, options: Optional[BuildTree
     as a list of sets, the compiled ``Questions``, the ``BuildReport``)."""
     from hybridasr.kaldi.io.table import read_int_lists
     from hybridasr.tree.model import read_topology
-    from hybridasr.tree.questions import cluster_phones, compile_questions, read_questions_int
+    from hybridasr.tree.phone_clustering import cluster_phones
+    from hybridasr.tree.questions import compile_questions, read_questions_int
 
     if not os.path.isdir(lang_dir):
         raise FormatError(f"missing lang dir {lang_dir}")

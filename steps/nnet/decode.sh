@@ -20,7 +20,13 @@ stage=0             # 1: skip decoding, only score
 nj=4
 cmd=run.pl
 decoder=auto        # auto (Kaldi's latgen-faster-mapped if on PATH) | kaldi | embedded
-acwt=0.10           # acoustic scale of the decoding (scoring sweeps LM weights)
+acwt=0.10           # acoustic scale of the decoding (scoring sweeps LM weights; chain: 1.0)
+post_decode_acwt=1.0  # the lattices' acoustic costs times this (Kaldi's nnet3 decode.sh;
+                    # chain: 10.0, so the usual LM weights score them): the log-likelihoods are
+                    # written times it and the decoder's acoustic scale divided by it
+chain=auto          # true: a chain model (--objective=lfmmi): its outputs as log-likelihoods
+                    # at its own frame rate, no priors | false | auto: true where <srcdir> has
+                    # frame_subsampling_factor (what the chain training writes)
 beam=13.0
 lattices=auto       # embedded decoder: auto: lattices where the toolkit's C++ lattice decoder
                     # is built, else (with a warning) as false | true: lattices (an error
@@ -55,6 +61,7 @@ Usage: $0 [options] <graph-dir> <data-dir> <decode-dir>
  ... where <decode-dir> is a sub-directory of the directory with the network (final.nnet),
  the transition model (final.mdl) and the pdf counts (ali_train_pdf.counts).
  e.g.: $0 --nj 4 --acwt 0.1 exp/mono/graph data/test exp/blstm/decode_test
+       $0 --acwt 1.0 --post-decode-acwt 10.0 exp/chain/tree/graph data/test exp/chain/tdnn/decode_test
 Options:
   --nj <nj>                    # number of parallel jobs (default: $nj)
   --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
@@ -65,7 +72,9 @@ Options:
   --device cpu|cuda|auto       # where the network runs (default: $device)
   --chunking <size:step>       # forward in overlapping windows (default: whole utterances)
   --output-rate input|model    # model: the network's own frames, not repeated (CTC)
-  --acwt <float>               # acoustic scale (default: $acwt; CTC: about 0.5-1.0)
+  --acwt <float>               # acoustic scale (default: $acwt; CTC: about 0.5-1.0; chain: 1.0)
+  --post-decode-acwt <float>   # lattice acoustic costs times this (default: $post_decode_acwt; chain: 10.0)
+  --chain auto|true|false      # a chain (LF-MMI) model: no priors, subsampled outputs (default: $chain)
   --class-frame-counts <file|none>  # pdf counts (default: <srcdir>/ali_train_pdf.counts);
                                # none: no priors (CTC log-posteriors, with make_ctc_graph.py's graph)
   --beam <float> --lattice-beam <float> --max-active <int>  # pruning
@@ -88,6 +97,21 @@ utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 [ -z "$model" ] && model=$srcdir/final.mdl
 [ -z "$class_frame_counts" ] && class_frame_counts=$srcdir/ali_train_pdf.counts
 counts_file=$class_frame_counts  # what forward.py gets (empty: log-posteriors)
+chain_opt=--chain=$chain  # forward.py's (auto there: the model's stored objective)
+case $chain in
+  auto) if [ -f "$srcdir/frame_subsampling_factor" ]; then chain=true; chain_opt=--chain=true; else chain=false; fi ;;
+  true|false) ;;
+  *) echo "$0: bad --chain $chain (auto|true|false)" >&2; exit 1 ;;
+esac
+if $chain; then  # chain outputs are log-likelihoods already: no priors
+  counts_file=
+  if [ -n "$chunking" ]; then echo "$0: --chunking: a chain model decodes whole utterances" >&2; exit 1; fi
+fi
+# the decoder's acoustic scale: acwt / post_decode_acwt on log-likelihoods times post_decode_acwt
+if ! dec_acwt=$(awk -v a="$acwt" -v p="$post_decode_acwt" \
+    'BEGIN { if (a + 0 <= 0 || p + 0 <= 0) exit 1; if (p == 1) print a; else printf "%.10g", a / p }'); then
+  echo "$0: --acwt and --post-decode-acwt must be positive numbers" >&2; exit 1
+fi
 if [ "$class_frame_counts" == none ]; then  # CTC: no priors; the graph dir's identity model
   counts_file=
   [ ! -f "$model" ] && [ -f "$graphdir/final.mdl" ] && model=$graphdir/final.mdl
@@ -133,9 +157,10 @@ echo $nj > "$dir/num_jobs"
 
 forward_opts=(--class-frame-counts="$counts_file" ${prior_scale:+--prior-scale=$prior_scale}
               --transition-model="$model" --device=$device ${chunking:+--chunking=$chunking}
-              ${output_rate:+--output-rate=$output_rate})
+              ${output_rate:+--output-rate=$output_rate} $chain_opt
+              --loglike-scale=$post_decode_acwt)
 latgen_opts=(--min-active=$min_active --max-active=$max_active ${max_mem:+--max-mem=$max_mem}
-             --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$acwt --allow-partial=true
+             --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$dec_acwt --allow-partial=true
              --word-symbol-table="$graphdir/words.txt")
 
 # run_jobs <what> <log (with JOB)> <command...>: $cmd JOB=1:$nj; on failure, names the failed
@@ -177,7 +202,7 @@ if [ $stage -le 0 ]; then
           "scp:$dir/loglikes.JOB.scp" "ark:|gzip -c > $dir/lat.JOB.gz"
     else
       run_jobs "decoding" "$dir/log/decode.JOB.log" \
-        decode_faster_mapped.py --acoustic-scale=$acwt --beam=$beam --max-active=$max_active \
+        decode_faster_mapped.py --acoustic-scale=$dec_acwt --beam=$beam --max-active=$max_active \
           --min-active=$min_active --word-symbol-table="$graphdir/words.txt" "$model" \
           "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark,t:$dir/hyp.JOB.tra"
     fi

@@ -115,6 +115,18 @@ if [ "$node_rank" -eq 0 ]; then
   cp "$ali_tr/pdf_counts" "$dir/ali_train_pdf.counts"
   [ -f "$ali_tr/tree" ] && cp "$ali_tr/tree" "$dir/tree"
   [ -f "$ali_tr/phones.txt" ] && cp "$ali_tr/phones.txt" "$dir/phones.txt"
+  # what transcribing a lone recording needs (steps/nnet/transcribe.sh): the training set's
+  # global CMVN stats (Kaldi's global_cmvn.stats) and the conf its features were made with
+  # (<data>/conf/, where Kaldi's make_mfcc.sh copies it, else the recipe's data/<type>.conf)
+  if [ -f "$data_tr/cmvn.scp" ]; then
+    global_cmvn_stats.py "scp:$data_tr/cmvn.scp" "$dir/global_cmvn.stats" 2>"$dir/log/global_cmvn.log" \
+      || echo "$0: warning: no global CMVN stats from $data_tr/cmvn.scp (see $dir/log/global_cmvn.log)" >&2
+  fi
+  for d in "$data_tr/conf" "$(dirname "$data_tr")"; do
+    confs=(); for f in "$d"/{mfcc,fbank}.conf; do [ -f "$f" ] && confs+=("$f"); done
+    [ ${#confs[@]} -eq 1 ] && { mkdir -p "$dir/conf"; cp "${confs[0]}" "$dir/conf/"; }
+    [ ${#confs[@]} -gt 0 ] && break
+  done
 fi
 
 opts=()

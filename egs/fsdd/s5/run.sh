@@ -101,7 +101,7 @@ Options (default):
 echo "$0 $@"
 cmdline="$0 $*"
 cd "$(dirname "$0")"
-. utils/recipe_lib.sh  # (issue 32: shared with egs/digits/s5)
+. utils/recipe_lib.sh  # (shared with egs/kaldi_dir/s5: the lock, checks, banner, run_stage)
 recipe_lock "$cmdline"  # one run at a time in a recipe dir
 . ./cmd.sh
 . ./path.sh
@@ -130,8 +130,6 @@ check_recipe_inputs "$inputs" "$restart" data exp mfcc
 sets="train test"; cd_data=data/train
 [ -n "$speed_factors" ] && sets="train test train_sp" && cd_data=data/train_sp
 
-banner() { echo; echo "===== stage $1: $2 ($(date '+%F %T')) ====="; }
-run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 start_time=$(date +%s)
 mkdir -p exp
 # stage_done <n> <name> <start>: logs the stage's wall time to exp/stage_times.txt
@@ -207,23 +205,11 @@ fi
 if run_stage 2; then
   banner 2 "MFCC and CMVN stats; train/cv split"
   t0=$(date +%s)
-  for x in $sets; do
-    if [ -s data/$x/feats.scp ] && [ -s data/$x/cmvn.scp ]; then
-      echo "data/$x already has feats.scp and cmvn.scp: skipping"
-      continue
-    fi
-    steps/make_mfcc.sh --nj $nj --cmd "$train_cmd" --mfcc-config conf/mfcc.conf \
-      data/$x exp/make_mfcc/$x mfcc
-    steps/compute_cmvn_stats.sh data/$x exp/make_mfcc/$x mfcc
-  done
+  make_feats mfcc conf/mfcc.conf $(printf "data/%s " $sets)
   for x in $sets; do
     [ -s data/$x/utt2num_frames ] || utils/data/get_utt2num_frames.sh data/$x
   done
-  if [ -s data/train_tr90/feats.scp ] && [ -s data/train_cv10/feats.scp ]; then
-    echo "data/train_tr90 and data/train_cv10 exist: skipping"
-  else
-    utils/subset_data_dir_tr_cv.sh data/train data/train_tr90 data/train_cv10
-  fi
+  split_tr_cv
   if [ -n "$speed_factors" ]; then
     for x in tr90 cv10; do
       if [ -s data/train_sp_$x/feats.scp ] && [ data/train_sp_$x/feats.scp -nt data/train_$x/feats.scp ]; then
@@ -310,18 +296,10 @@ if run_stage 5; then
   banner 5 "graphs, decoding of $(printf 'data/%s ' $decode_sets)and scoring"
   t0=$(date +%s)
   flat=exp/flat/$(cat exp/flat/final_nnet_dir)
-  # graph <lang> <model-dir> <graph-dir>: unless built after the model and the lang dir
-  graph() {
-    if [ -s $3/HCLG.fst ] && [ $3/HCLG.fst -nt $2/final.mdl ] && [ $3/HCLG.fst -nt $1/G.fst ]; then
-      echo "$3 is already built: skipping"
-    else
-      utils/mkgraph.sh $1 $2 $3
-    fi
-  }
-  graph data/lang_test exp/flat/mono exp/flat/mono/graph
+  make_graph data/lang_test exp/flat/mono exp/flat/mono/graph
   decode_and_score $flat exp/flat/mono/graph
   if [ -e exp/blstm_cd/final.nnet ]; then
-    graph data/lang_test exp/blstm_cd exp/blstm_cd/graph
+    make_graph data/lang_test exp/blstm_cd exp/blstm_cd/graph
     decode_and_score exp/blstm_cd exp/blstm_cd/graph
   else
     echo "$0: no exp/blstm_cd/final.nnet (stage 4): decoding the flat-start network only"
@@ -369,10 +347,6 @@ if run_stage 6; then
     recipe_summary.py $d $(printf "$d/decode_%s " $decode_sets) > $d/summary.txt || true
   done | tee exp/summary.txt
   if [ $ctc == true ] && [ -e exp/blstm_ctc/final.nnet ]; then
-    best_wer_of() {  # the best %WER of a decode dir's wer_* (or "-")
-      local w; w=$(grep -h '%WER' "$1"/wer_* 2>/dev/null | sort -n -k2 | head -n 1 | awk '{print $2}' || true)
-      echo "${w:--}%"
-    }
     echo "best WERs side by side (hybrid exp/blstm_cd | CTC through TLG | CTC greedy | CTC prefix beam $ctc_beam_size):"
     for x in $decode_sets; do
       echo "  $x: $(best_wer_of exp/blstm_cd/decode_$x) | $(best_wer_of exp/blstm_ctc/decode_$x) |" \

@@ -15,14 +15,14 @@ import pkgutil
 
 from hybridasr.data.batching.base import BatchingStrategy, NoOptions
 from hybridasr.data.batching.plans import BatchPlan, Item, Limits
-from hybridasr.data.batching.registry import (REGISTERED, chosen_options, make_strategy,
-                                              register_strategy, strategy_class,
-                                              strategy_option_specs, unregister_strategy,
-                                              upgrade_saved)
+from hybridasr.data.batching.registry import (REGISTERED, STRATEGIES, chosen_options,
+                                              make_strategy, register_strategy,
+                                              strategy_class, strategy_option_specs,
+                                              unregister_strategy, upgrade_saved)
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")  # the strategies register themselves
 
-__all__ = ["REGISTERED", "BatchingStrategy", "BatchPlan", "Item", "Limits", "NoOptions",
+__all__ = ["REGISTERED", "STRATEGIES", "BatchingStrategy", "BatchPlan", "Item", "Limits", "NoOptions",
            "chosen_options", "make_strategy", "register_strategy", "strategy_class",
            "strategy_option_specs", "unregister_strategy", "upgrade_saved"]

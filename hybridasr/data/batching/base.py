@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -41,18 +40,14 @@ from hybridasr.data.batching.groups import has_cut_utterances, plan_with_groups
 from hybridasr.data.batching.plans import BatchPlan, Item, Limits, by_utterance
 from hybridasr.data.batching.sharding import deal_to_ranks
 from hybridasr.errors import ConfigError
-from hybridasr.options import check, from_values, option_specs
+from hybridasr.options import check
+from hybridasr.registry import NoOptions
 
 log = logging.getLogger(__name__)
 
 __all__ = ["BatchingStrategy", "BatchPlan", "Item", "Limits", "NoOptions", "by_utterance",
            "cut_consecutive", "parse_int_arg", "parse_int_pair_arg", "shuffled",
            "shuffled_utterances", "sort_by_length"]
-
-
-@dataclass
-class NoOptions:
-    """The options of a strategy that has none of its own."""
 
 
 class BatchingStrategy(ABC):
@@ -87,19 +82,10 @@ class BatchingStrategy(ABC):
 
     # --- declarations ---------------------------------------------------------------
     @classmethod
-    def options_from(cls, values: Mapping[str, Any]):
-        """Its ``Options`` from flat values (those of its options that ``values`` has; the
-        defaults for the others), checked (type, choices, minimum, ``check_options``)."""
-        options = from_values(cls.Options, {s.dest: values[s.dest]
-                                            for s in option_specs(cls.Options)
-                                            if s.dest in values})
-        cls.check_options(options)
-        return options
-
-    @classmethod
     def check_options(cls, options) -> None:
         """ConfigError when its own options are malformed (checked whether it is chosen or
-        not, so a bad value in a conf file fails at once)."""
+        not, so a bad value in a conf file fails at once: the registry's merge-and-check,
+        ``hybridasr.registry.Registry.options``, calls it)."""
 
     @classmethod
     def upgrade_saved(cls, values: Dict[str, Any]) -> None:

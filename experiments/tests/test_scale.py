@@ -11,7 +11,7 @@ import numpy as np
 from hybridasr.align.phones import split_to_phones
 from hybridasr.kaldi.transition_model import read_transition_model
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCALE = [sys.executable, "-m", "experiments.scale"]  # run from REPO
 
 

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# run.sh's --fmllr true (stage 1): data/train and data/test hold the SAT GMM's fMLLR features
+# (nnet1's steps/nnet/make_fmllr_feats.sh), made from the GMM's own features in data/<set>_gmm
+# (the Kaldi dir's feats.scp with --use-kaldi-feats true, else MFCC computed with --mfcc-config)
+# with <ali>'s cmvn_opts, splice_opts, final.mat and trans.*: <ali>'s for train, for test those
+# of the first decode dir beside <graph> covering its speakers (<gmm-decode> first; else <ali>'s
+# when they cover them, else none: the unadapted LDA+MLLT features, with a note); fake CMVN
+# stats on them, as nnet1 applies no per-speaker CMVN to fMLLR features. A set whose fMLLR
+# features are made (data/<set>/fmllr_from) is skipped.
+
+# Begin configuration section.
+nj=2
+use_kaldi_feats=false
+mfcc_config=conf/mfcc.conf  # the GMM's MFCC options
+# End configuration section.
+
+echo "$0 $@"
+. ./cmd.sh
+. ./path.sh
+. utils/parse_options.sh
+set -euo pipefail
+
+if [ $# -ne 6 ]; then
+  cat >&2 <<USAGE
+Usage: $0 [options] <kaldi-dir> <train> <test> <ali> <graph> <gmm-decode>
+ ... the last five inside <kaldi-dir>, e.g.
+ e.g.: $0 --mfcc-config data/mfcc.conf ~/kaldi/egs/wsj/s5 data/train_si284 data/test_dev93 \\
+          exp/tri4b_ali_si284 exp/tri4b/graph_tgpr exp/tri4b/decode_tgpr_dev93
+Options: --nj N ($nj), --use-kaldi-feats true|false ($use_kaldi_feats), --mfcc-config FILE
+USAGE
+  exit 1
+fi
+kaldi_dir=$1
+train=$2
+test=$3
+ali=$4
+graph=$5
+gmm_decode=$6
+
+for x in train test; do
+  if [ -s data/$x/feats.scp ] && [ -s data/$x/cmvn.scp ] && [ -f data/$x/fmllr_from ]; then
+    echo "data/$x already has fMLLR features ($(cat data/$x/fmllr_from)): skipping"
+    continue
+  fi
+  if [ ! -s data/${x}_gmm/feats.scp ] || [ ! -s data/${x}_gmm/cmvn.scp ]; then
+    rm -rf data/${x}_gmm
+    [ $x == train ] && src=$train || src=$test
+    import_data_dir.py --keep-feats=$use_kaldi_feats "$kaldi_dir" "$kaldi_dir/$src" data/${x}_gmm
+    if [ ! -s data/${x}_gmm/feats.scp ]; then
+      steps/make_mfcc.sh --nj $nj --cmd "$train_cmd" --mfcc-config "$mfcc_config" \
+        data/${x}_gmm exp/make_mfcc/${x}_gmm mfcc
+      steps/compute_cmvn_stats.sh data/${x}_gmm exp/make_mfcc/${x}_gmm mfcc
+    fi
+  fi
+  if [ $x == train ]; then
+    tdir=$kaldi_dir/$ali
+  else
+    cands="$kaldi_dir/$gmm_decode"
+    for d in "$kaldi_dir/$(dirname "$graph")"/decode*; do
+      [ -d "$d" ] && [ "$d" != "$kaldi_dir/$gmm_decode" ] && cands="$cands $d"
+    done
+    # shellcheck disable=SC2086
+    tdir=$(choose_transform_dir.py data/test_gmm $cands)
+    if [ -z "$tdir" ]; then
+      tdir=$(choose_transform_dir.py data/test_gmm "$kaldi_dir/$ali" 2>/dev/null)
+      if [ -n "$tdir" ]; then
+        echo "$0: note: no decode dir beside $graph holds fMLLR transforms of every speaker of" \
+          "data/test: using those of $ali (the same speakers' transforms from their training data)"
+      else
+        echo "$0: note: no fMLLR transforms for the speakers of data/test (in $cands or $ali):" \
+          "decoding on the unadapted LDA+MLLT features of $ali (the network is trained on" \
+          "adapted ones: expect a worse WER; decode data/test with the SAT GMM first," \
+          "steps/decode_fmllr.sh, to get its trans.*)"
+      fi
+    fi
+  fi
+  echo "$0: data/$x: fMLLR features (${tdir:-no transforms}) from data/${x}_gmm"
+  rm -f data/$x/feats.scp data/$x/cmvn.scp data/$x/utt2num_frames data/$x/fmllr_from
+  steps/nnet/make_fmllr_feats.sh --nj $nj --cmd "$train_cmd" ${tdir:+--transform-dir "$tdir"} \
+    data/$x data/${x}_gmm "$kaldi_dir/$ali" exp/make_fmllr/$x fmllr
+  steps/compute_cmvn_stats.sh --fake true data/$x exp/make_fmllr/$x fmllr
+  echo "${tdir:-none}" > data/$x/fmllr_from
+done

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# No GMM (run.sh's --ali none, stage 2): the train/cv split of data/train, a flat start into
+# exp/flat (steps/nnet/train_flatstart.sh: equal alignment, a monophone network, --rounds rounds
+# of realign-and-retrain), data/train aligned with its last network (exp/flat/ali_final), a
+# context-dependent tree of --num-leaves leaves grown from that alignment (steps/nnet/build_tree.sh
+# into exp/tri_ali; 0: none, the monophone alignment is the targets), imported into
+# exp/ali_train as the recipe network's targets. Each part is skipped when done.
+
+# Begin configuration section.
+objective=fullsum    # the first network's: fullsum (Baum-Welch over each utterance's training
+                     # graph) | ce (cross-entropy on the equal alignment)
+rounds=1             # realign-and-retrain rounds of the monophone flat start
+first_subset=0       # >0: the first network trains on this many of the shortest utterances
+num_leaves=1000      # leaves of the context-dependent tree (0: no tree)
+model_config=        # steps/nnet/train_flatstart.sh's (empty: its defaults)
+batching_config=
+schedule_config=
+train_opts=          # train.py options of the flat-start networks
+align_opts=          # more steps/nnet/align.sh options
+nproc=1
+parallel=
+torchrun_opts=
+nj=2
+device=cpu
+# End configuration section.
+
+echo "$0 $@"
+. ./cmd.sh
+. ./path.sh
+. utils/parse_options.sh
+. utils/recipe_lib.sh
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+  cat >&2 <<USAGE
+Usage: $0 [options] <lang-dir>
+ ... run from the recipe dir after its stage 1 (data/train with features).
+ e.g.: $0 --rounds 2 --num-leaves 500 data/lang
+Options (default): --objective fullsum|ce ($objective), --rounds N ($rounds), --first-subset N
+  ($first_subset), --num-leaves N ($num_leaves), --model-config, --batching-config,
+  --schedule-config FILE, --train-opts, --align-opts "...", --nproc N, --parallel,
+  --torchrun-opts, --nj N ($nj), --device ($device)
+USAGE
+  exit 1
+fi
+lang_dir=$1
+
+split_tr_cv --train-all-if-words-lost=true
+steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
+  --num-rounds $rounds --first-objective $objective \
+  --first-subset $first_subset --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
+  ${model_config:+--model-config $model_config} \
+  ${batching_config:+--batching-config $batching_config} \
+  ${schedule_config:+--schedule-config $schedule_config} ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
+  ${train_opts:+--train-opts "$train_opts"} ${align_opts:+--align-opts "$align_opts"} \
+  data/train "$lang_dir" exp/flat
+flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
+if up_to_date exp/flat/ali_final/num_jobs $flat_final/final.nnet; then
+  echo "exp/flat/ali_final is already aligned with $flat_final: skipping"
+else
+  # shellcheck disable=SC2086
+  steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
+    data/train "$lang_dir" $flat_final exp/flat/ali_final
+fi
+cd_ali=exp/flat/ali_final
+if [ "$num_leaves" -gt 0 ]; then
+  cd_ali=exp/tri_ali
+  if up_to_date exp/tri_ali/num_jobs exp/flat/ali_final/num_jobs; then
+    echo "exp/tri_ali already holds the CD tree and alignment: skipping"
+  else
+    steps/nnet/build_tree.sh --nj $nj --cmd "$train_cmd" $num_leaves data/train "$lang_dir" \
+      exp/flat/ali_final exp/tri_ali
+  fi
+fi
+if up_to_date exp/ali_train/targets.scp $cd_ali/num_jobs; then
+  echo "exp/ali_train already holds the imported alignments of $cd_ali: skipping"
+else
+  rm -rf exp/ali_train
+  steps/import_ali.sh $cd_ali data/train exp/ali_train
+fi

@@ -1,0 +1,284 @@
+"""Transcribing recordings with a trained model dir and a graph dir: audio in, ``<id> <words>``
+(Kaldi's ``text``) and optionally a CTM out, with no data dir, feature archive or Kaldi binary.
+
+Per recording, the same library code as the decode pipeline (``make_mfcc.sh`` +
+``decode.sh``): the audio is read as a ``wav.scp`` entry is (``hybridasr.features.audio``:
+files, ``cmd |`` pipes, 16-bit or other wav, flac), its features computed with the training
+features' conf (``FeatureExtractor``: the same dither seeding by recording id), CMVN applied
+(``online``: Kaldi's online CMVN from the training set's global stats; ``utterance``: the
+recording's own stats, what ``apply-cmvn`` does with per-utterance stats), the network's
+transform and forward (``hybridasr.decode.forward``), scaled log-likelihoods (pdf counts), the
+lattice decoder (``LatticeDecoder``, as ``latgen-faster-mapped``), and the best path at the LM
+weight (``lattice-scale --inv-acoustic-scale=LMWT | lattice-best-path``, as scoring). Without
+the C++ lattice decoder the 1-best decoder gives the words at the decoding's acoustic scale
+and no CTM.
+
+A recording that cannot be used (not audio, empty, another sample rate than the features'
+where the conf does not allow resampling) is reported naming its file and skipped; the run
+then fails at the end, after the others are written.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from hybridasr.decode.ctm import CtmWord, ctm_lines, lattice_ctm, read_word_boundary
+from hybridasr.decode.forward import model_logits, to_input_rate
+from hybridasr.decode.graph import load_graph_dir
+from hybridasr.decode.lattice_best_path import best_path
+from hybridasr.decode.loglikes import scaled_loglikes
+from hybridasr.decode.model_dir import ModelDir
+from hybridasr.errors import ConfigError, FormatError, HybridAsrError
+from hybridasr.features.audio import Audio, decode_audio, read_extended_filename
+from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
+from hybridasr.features.extractor import FeatureExtractor
+from hybridasr.features.make_feats import _Resampler
+from hybridasr.features.online_cmvn import online_cmvn
+from hybridasr.features.transform import FeatureTransform
+from hybridasr.kaldi.io.table import iter_map_lines
+from hybridasr.options import option
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TranscribeOptions:
+    """transcribe.py's search and output settings (decode.sh's defaults)."""
+    acwt: float = option(0.1, "acoustic scale of the search (as decode.sh's --acwt)", above=0)
+    lm_weight: float = option(10.0, "LM weight of the best path (scoring's LMWT: acoustic "
+                                    "scale 1/LMWT on the lattice; 10 = the search's own)",
+                              above=0)
+    word_ins_penalty: float = option(0.0, "word insertion penalty of the best path")
+    beam: float = option(13.0, "search beam")
+    lattice_beam: float = option(8.0, "lattice beam")
+    max_active: int = option(7000, "most active states", minimum=1)
+    min_active: int = option(200, "fewest active states", minimum=0)
+    prior_scale: float = option(1.0, "scale of the log-priors (pdf counts)")
+    cmvn: str = option("auto", "auto: online CMVN from the model dir's global_cmvn.stats (or "
+                               "the training data's cmvn.scp), else per recording | online | "
+                               "utterance: each recording's own means | none",
+                       choices=("auto", "online", "utterance", "none"))
+
+
+@dataclass
+class Recording:
+    key: str
+    source: str               # what messages name: the file, the wav.scp line, stdin
+    spec: Optional[str] = None  # a wav.scp value (path or "cmd |"); None: ``data``
+    data: Optional[bytes] = None
+
+
+@dataclass
+class Result:
+    key: str
+    words: List[str] = field(default_factory=list)
+    ctm: Optional[List[CtmWord]] = None
+    error: Optional[str] = None
+
+
+def recordings(paths: Iterable[str], wav_scp: str = "",
+               stdin=None) -> List[Recording]:
+    """The recordings named on the command line: files (id: the name without its extension),
+    ``-`` (wav bytes on stdin, id ``stdin``), and each line of ``wav_scp`` (id: its key)."""
+    out: List[Recording] = []
+    for p in paths:
+        if p == "-":
+            data = (stdin or sys.stdin.buffer).read()
+            out.append(Recording("stdin", "stdin", data=data))
+        else:
+            key = os.path.splitext(os.path.basename(p))[0]
+            out.append(Recording(key, p, spec=p))
+    if wav_scp:
+        if not os.path.isfile(wav_scp):
+            raise FormatError(f"no such wav.scp: {wav_scp}")
+        for lineno, key, value in iter_map_lines(wav_scp):
+            out.append(Recording(key, f"{wav_scp}:{lineno} ({value})", spec=value))
+    seen = {}
+    for r in out:
+        if r.key in seen:
+            raise ConfigError(f"two recordings with the id {r.key!r}: {seen[r.key]} and "
+                              f"{r.source} (give them in a wav.scp with keys of their own)")
+        seen[r.key] = r.source
+    if not out:
+        raise ConfigError("no audio given: file paths, - (stdin) or --wav-scp FILE")
+    return out
+
+
+def read_audio(rec: Recording) -> Audio:
+    """Mono samples; HybridAsrError naming the file when it is empty or not audio."""
+    if rec.data is not None:
+        if not rec.data:
+            raise HybridAsrError(f"{rec.source}: empty input (no bytes)")
+        try:
+            samples, rate = decode_audio(rec.data, rec.source)
+        except OSError as e:
+            raise HybridAsrError(f"{rec.source}: not audio ({e})") from None
+    else:
+        spec = rec.spec.strip()
+        if not spec.endswith("|"):
+            if not os.path.exists(spec):
+                raise HybridAsrError(f"{rec.source}: no such file")
+            if os.path.isfile(spec) and os.path.getsize(spec) == 0:
+                raise HybridAsrError(f"{rec.source}: empty file")
+        try:
+            samples, rate = read_extended_filename(spec)
+        except OSError as e:
+            raise HybridAsrError(f"{rec.source}: not audio ({e})") from None
+    if samples.shape[0] == 0:
+        raise HybridAsrError(f"{rec.source}: the audio has no samples")
+    if samples.shape[1] > 1:
+        log.warning("%s: %d channels: using channel 0 (as compute-mfcc-feats --channel=-1)",
+                    rec.source, samples.shape[1])
+    return Audio(rec.key, samples[:, 0], rate)
+
+
+class Transcriber:
+    """A model dir and a graph dir, loaded once; ``transcribe`` per recording."""
+
+    def __init__(self, model_dir: ModelDir, model, meta: dict, graph_dir: str,
+                 opts: TranscribeOptions = TranscribeOptions(), want_ctm: bool = False,
+                 device: torch.device = torch.device("cpu")):
+        from hybridasr.align.counts import load_log_priors
+        from hybridasr.decode.graph import load_model_and_graph
+
+        self.md, self.model, self.opts, self.device = model_dir, model, opts, device
+        self.transform = FeatureTransform.from_dict(meta["transform"])
+        self.num_pdfs = int(meta["num_pdfs"])
+        feat_dim = model_dir.features.feature_dim
+        if "input_dim" in meta and self.transform.output_dim(feat_dim) != int(meta["input_dim"]):
+            raise ConfigError(f"{model_dir.feature_conf} gives {feat_dim}-dim features, "
+                              f"{self.transform.output_dim(feat_dim)} network inputs; "
+                              f"{model_dir.nnet} expects {meta['input_dim']}: not the conf "
+                              f"the model was trained with (--feat-config)")
+        if not os.path.isdir(graph_dir):
+            raise FormatError(f"no such graph dir: {graph_dir}")
+        fst = os.path.join(graph_dir, "HCLG.fst")
+        if not os.path.isfile(fst):
+            raise FormatError(f"graph dir {graph_dir} has no HCLG.fst (make it with "
+                              f"utils/mkgraph.sh)")
+        self.graph = load_graph_dir(graph_dir)
+        self.tm, fst_obj, max_ilabel = load_model_and_graph(model_dir.mdl, fst)
+        if self.tm.num_pdfs != self.num_pdfs:
+            raise FormatError(f"{model_dir.nnet} has {self.num_pdfs} outputs but "
+                              f"{model_dir.mdl} has {self.tm.num_pdfs} pdfs")
+        self.log_priors = (load_log_priors(model_dir.counts, self.num_pdfs)
+                           if model_dir.counts else None)
+        self.boundary = None
+        if want_ctm:
+            wb = os.path.join(graph_dir, "phones", "word_boundary.int")
+            if not os.path.isfile(wb):
+                raise FormatError(f"--ctm: the graph dir has no {wb} (copy phones/ of the "
+                                  f"lang dir): word times cannot be found")
+            self.boundary = read_word_boundary(wb)
+        self.extractor = FeatureExtractor(model_dir.features)
+        self.resample = _Resampler(model_dir.features)
+        self._resample_noted = set()
+        self.frame_shift = model_dir.features.frame_shift / 1000.0
+        self.lattice_decoder, self.decoder = self._decoders(fst_obj, max_ilabel, fst, want_ctm)
+
+    def _decoders(self, fst, max_ilabel, fst_path, want_ctm):
+        from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+        from hybridasr.decode.determinize_native import phone_boundaries
+        from hybridasr.decode.lattice_decoder import (LatgenOptions, LatticeDecoder,
+                                                      LatticesUnavailable)
+
+        o = self.opts
+        try:
+            return LatticeDecoder(fst, self.tm.tid2pdf, self.tm.num_pdfs,
+                                  LatgenOptions(beam=o.beam, lattice_beam=o.lattice_beam,
+                                                max_active=o.max_active,
+                                                min_active=o.min_active),
+                                  max_ilabel, fst_path=fst_path,
+                                  phone_of_tid=phone_boundaries(self.tm)), None
+        except LatticesUnavailable as e:
+            if want_ctm:
+                raise HybridAsrError(f"--ctm needs lattices: {e}") from None
+            log.warning("no lattices (%s): the 1-best decoder at --acwt gives the words", e)
+            return None, MappedDecoder(fst, self.tm.tid2pdf, self.tm.num_pdfs,
+                                       DecodeOptions(beam=o.beam, max_active=o.max_active,
+                                                     min_active=o.min_active), max_ilabel,
+                                       fst_path=fst_path)
+
+    # -- one recording ---------------------------------------------------------------
+    def features(self, audio: Audio, source: str) -> np.ndarray:
+        opts = self.md.features
+        if audio.rate != opts.sample_frequency:
+            try:
+                samples = self.resample(audio)
+            except HybridAsrError:
+                raise HybridAsrError(
+                    f"{source}: sample rate {audio.rate} Hz, but the model's features are "
+                    f"{opts.sample_frequency:g} Hz ({self.md.feature_conf}, which does not "
+                    f"allow resampling: --allow-downsample/--allow-upsample)") from None
+            log.warning("note: %s: %d Hz resampled to %g Hz (%s allows it)", source,
+                        audio.rate, opts.sample_frequency, self.md.feature_conf)
+        else:
+            samples = audio.samples
+        feats = self.extractor.compute(samples, key=audio.key)
+        if len(feats) == 0:
+            raise HybridAsrError(f"{source}: too short for one frame "
+                                 f"({len(samples) / opts.sample_frequency:.3f}s)")
+        norm_vars = self.transform.norm_vars
+        if self.md.cmvn == "online":
+            return online_cmvn(feats, self.md.global_stats, norm_vars)
+        if self.md.cmvn == "utterance":
+            return apply_cmvn(feats, accumulate_cmvn_stats(feats), True, norm_vars)
+        return feats
+
+    def loglikes(self, feats: np.ndarray) -> np.ndarray:
+        x = self.transform(feats, None)  # CMVN done: the transform does the rest
+        logits = model_logits(self.model, x, self.device)
+        ll = scaled_loglikes(logits, self.log_priors, self.opts.prior_scale)
+        return to_input_rate(ll, self.transform, len(feats))
+
+    def decode(self, key: str, loglikes: np.ndarray) -> Tuple[List[int], Optional[list]]:
+        o = self.opts
+        if self.lattice_decoder is None:
+            r = self.decoder.decode(loglikes, o.acwt, utt=key)
+            return (list(r.words) if r.ok else []), None
+        r = self.lattice_decoder.decode(loglikes, o.acwt, utt=key)
+        if not r.ok:
+            return [], [] if self.boundary is not None else None
+        if self.boundary is not None:
+            words = lattice_ctm(r.lattice, self.tm, self.boundary, o.lm_weight,
+                                o.word_ins_penalty, what=f"recording {key}")
+            return [w.word for w in words or []], words or []
+        bp = best_path(r.lattice.scaled(1.0, 1.0 / o.lm_weight, o.word_ins_penalty))
+        return (bp.words if bp else []), None
+
+    def transcribe(self, rec: Recording) -> Result:
+        try:
+            audio = read_audio(rec)
+            ll = self.loglikes(self.features(audio, rec.source))
+            ids, ctm = self.decode(rec.key, ll)
+        except HybridAsrError as e:
+            return Result(rec.key, error=str(e))
+        words = [self.graph.words.get(i, str(i)) for i in ids]
+        return Result(rec.key, words, ctm)
+
+    def close(self) -> None:
+        if self.lattice_decoder is not None:
+            self.lattice_decoder.close()
+
+
+def transcribe_all(t: Transcriber, recs: List[Recording], write_text: Callable[[str], None],
+                   write_ctm: Optional[Callable[[str], None]] = None) -> int:
+    """Transcribes each recording, writing its line (and CTM lines) as it is done; a failed
+    one is reported and skipped. Returns the number of failures."""
+    failed = []
+    for rec in recs:
+        r = t.transcribe(rec)
+        if r.error is not None:
+            log.error("%s", r.error)
+            failed.append(rec.source)
+            continue
+        write_text(f"{r.key} {' '.join(r.words)}".rstrip() + "\n")
+        if write_ctm is not None and r.ctm is not None:
+            write_ctm(ctm_lines(r.key, r.ctm, t.graph.words, t.frame_shift))
+    return len(failed)

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Transcribes recordings with a trained model dir and a graph dir: prints ``<id> <words>`` per
+recording (Kaldi's ``text``), and with ``--ctm`` writes word times and confidences. No data
+dir, feature archive or Kaldi binary (hybridasr.decode.transcribe)."""
+
+from hybridasr.cli import add_options, make_parser, run_main
+from hybridasr.decode.transcribe import TranscribeOptions
+from hybridasr.models.device import DeviceOptions
+
+
+def get_parser():
+    p = make_parser(
+        "transcribe.py",
+        "Transcribes audio (file paths, - for wav bytes on stdin, or --wav-scp) with the model "
+        "dir that steps/nnet/train.sh wrote (final.nnet, final.mdl, ali_train_pdf.counts, "
+        "conf/<mfcc|fbank>.conf, global_cmvn.stats) and a graph dir (HCLG.fst, words.txt, "
+        "phones/word_boundary.int for --ctm). The id of a file is its name without the "
+        "extension; of stdin, 'stdin'; of a wav.scp line, its key.",
+        usage="transcribe.py [options] <model-dir> <graph-dir> [<audio>|- ...]",
+        example="transcribe.py --ctm=out.ctm exp/blstm exp/mono/graph rec1.wav rec2.wav")
+    p.add_argument("--wav-scp", default="", help="a Kaldi wav.scp (paths or 'cmd |' entries)")
+    p.add_argument("--feat-config", default="",
+                   help="the feature conf of the training features (default: "
+                        "<model-dir>/conf/mfcc.conf or conf/fbank.conf)")
+    p.add_argument("--feat-type", default="", choices=("", "mfcc", "fbank"),
+                   help="mfcc|fbank (default: from the conf file's name)")
+    p.add_argument("--ctm", default="",
+                   help="write a CTM (<id> 1 <start> <dur> <word> <conf>) to this file")
+    add_options(p, TranscribeOptions, "search and output")
+    add_options(p, DeviceOptions, "device")
+    p.add_argument("model_dir")
+    p.add_argument("graph_dir")
+    p.add_argument("audio", nargs="*")
+    return p
+
+
+def main(argv=None):
+    import sys
+
+    from hybridasr.decode.model_dir import load_model_dir
+    from hybridasr.decode.transcribe import Transcriber, recordings, transcribe_all
+    from hybridasr.errors import HybridAsrError
+    from hybridasr.features.transform import FeatureTransform
+    from hybridasr.kaldi.io.streams import OutputStream
+    from hybridasr.models import load_model
+    from hybridasr.models.device import resolve_device
+    from hybridasr.options import from_values
+
+    args = get_parser().parse_args(argv)
+    opts = from_values(TranscribeOptions, args)
+    recs = recordings(args.audio, args.wav_scp)
+    device = resolve_device(args.device)
+    import os
+
+    model, meta = load_model(os.path.join(args.model_dir, "final.nnet"), device)
+    transform = FeatureTransform.from_dict(meta["transform"])
+    md = load_model_dir(args.model_dir, args.feat_config, args.feat_type, opts.cmvn,
+                        transform.norm_means)
+    t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
+                    device=device)
+    ctm = OutputStream(args.ctm) if args.ctm else None
+
+    def text(line):
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+    try:
+        failed = transcribe_all(t, recs, text,
+                                (lambda s: ctm.write(s.encode("utf-8"))) if ctm else None)
+    except BaseException:
+        if ctm is not None:
+            ctm.abort()
+        raise
+    finally:
+        t.close()
+    if ctm is not None:
+        ctm.commit()
+    if failed:
+        raise HybridAsrError(f"{failed} of {len(recs)} recordings could not be transcribed "
+                             f"(see the errors above)")
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Transcribes recordings with a model dir that steps/nnet/train.sh wrote and a graph dir:
+# prints "<id> <words>" per recording (Kaldi's text format) on stdout; with --ctm, word times
+# and confidences. No data dir, no feature archive, no Kaldi binary (pybin/transcribe.py).
+# CMVN of a lone recording is Kaldi's online CMVN, started from <model-dir>/global_cmvn.stats.
+
+# Begin configuration section.
+wav_scp=            # a wav.scp (paths or "cmd |" entries) besides or instead of the files
+ctm=                # write a CTM (<id> 1 <start> <dur> <word> <conf>) here
+acwt=0.10           # acoustic scale of the search (decode.sh's)
+lm_weight=10        # LM weight of the best path (scoring's LMWT; 10 = 1/acwt: the search's)
+word_ins_penalty=0.0
+beam=13.0
+lattice_beam=8.0
+cmvn=auto           # auto|online|utterance|none (transcribe.py --help)
+feat_config=        # default: <model-dir>/conf/mfcc.conf or conf/fbank.conf
+device=cpu
+# End configuration section.
+
+echo "$0 $@" >&2  # Print the command line for logging (stdout is the transcript).
+
+[ -f path.sh ] && . ./path.sh
+command -v transcribe.py >/dev/null 2>&1 || . "$(dirname "$0")/../../path.sh"
+. "$(dirname "$0")/../../utils/parse_options.sh" || exit 1
+
+set -euo pipefail
+
+if [ $# -lt 2 ] || { [ $# -eq 2 ] && [ -z "$wav_scp" ]; }; then
+  cat >&2 <<USAGE
+Usage: $0 [options] <model-dir> <graph-dir> [<audio>|- ...]
+ ... audio: wav (or flac ...) files, - for wav bytes on stdin, and/or --wav-scp <file>.
+ e.g.: $0 --ctm rec.ctm exp/blstm exp/mono/graph rec1.wav rec2.wav > rec.txt
+ e.g.: sox in.mp3 -t wav - | $0 exp/blstm exp/mono/graph -
+Options:
+  --wav-scp <file>             # recordings of a wav.scp (id: its key)
+  --ctm <file>                 # word times and confidences
+  --acwt <float>               # acoustic scale (default: $acwt)
+  --lm-weight <float>          # LM weight of the best path (default: $lm_weight)
+  --word-ins-penalty <float>   # (default: $word_ins_penalty)
+  --cmvn auto|online|utterance|none  # (default: $cmvn)
+  --feat-config <file>         # the training features' conf (default: <model-dir>/conf/)
+  --device cpu|cuda|auto       # (default: $device)
+USAGE
+  exit 1
+fi
+
+model_dir=$1
+graph_dir=$2
+shift 2
+
+for f in "$model_dir/final.nnet" "$model_dir/final.mdl" "$graph_dir/HCLG.fst" "$graph_dir/words.txt"; do
+  [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1
+done
+
+transcribe.py --acwt=$acwt --lm-weight=$lm_weight --word-ins-penalty=$word_ins_penalty \
+  --beam=$beam --lattice-beam=$lattice_beam --cmvn=$cmvn --device=$device \
+  ${wav_scp:+--wav-scp="$wav_scp"} ${ctm:+--ctm="$ctm"} ${feat_config:+--feat-config="$feat_config"} \
+  "$model_dir" "$graph_dir" "$@"
