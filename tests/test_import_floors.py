@@ -4,6 +4,7 @@ imports the CLI. Checked on the source (every import, also those inside function
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -244,3 +245,41 @@ def test_the_strategy_is_built_in_one_place_and_no_path_hacks():
                     hacks.append(f"{rel}:{node.lineno}")
     assert 1 <= len(calls) <= 2, calls
     assert not hacks, "sys.path.insert outside tests/: " + ", ".join(hacks)
+
+
+def _objective_comparisons(path: Path, names):
+    """Lines of ``path`` that compare something named ``*objective*`` with an objective's
+    name (``tcfg.objective == "ctc"``, ``objective in ("ce", ...)``)."""
+    def mentions_objective(node):
+        return any("objective" in (getattr(n, "id", "") or getattr(n, "attr", ""))
+                   for n in ast.walk(node))
+
+    def strings(node):
+        return {n.value for n in ast.walk(node)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(mentions_objective(s) for s in sides) and \
+                    any(strings(s) & names for s in sides):
+                out.append(f"{path.name}:{node.lineno}")
+    return out
+
+
+def test_no_objective_is_special_cased_outside_its_module():
+    from hybridasr.train.objectives import OBJECTIVES
+
+    own = {Path(inspect.getfile(OBJECTIVES[n])).resolve() for n in OBJECTIVES}
+    own.add((LIB / "train" / "objectives.py").resolve())
+    bad = [hit for path in sorted(LIB.rglob("*.py")) if path.resolve() not in own
+           for hit in _objective_comparisons(path, set(OBJECTIVES))]
+    assert not bad, "objective names compared outside their modules: " + ", ".join(bad)
+
+
+def test_the_special_case_check_sees_one(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("def f(tcfg, opts):\n    if tcfg.objective == 'ctc':\n        pass\n"
+                   "    return opts.objective in ('ce', 'fullsum'), opts.model == 'ce'\n")
+    assert _objective_comparisons(src, {"ce", "ctc"}) == ["m.py:2", "m.py:4"]
