@@ -26,7 +26,8 @@ TBPTT = dict(seq_ordering="tbptt:8:20", max_frames=160)
 
 def test_models_declare_their_capabilities():
     assert {m: (model_class(m).carries_state, model_class(m).recurrent) for m in MODELS} == \
-        {"lstm": (True, True), "blstm": (False, True), "mlp": (False, False)}
+        {"lstm": (True, True), "blstm": (False, True), "mlp": (False, False),
+         "tdnnf": (False, True)}
     assert cfg(**TBPTT).strategy.needs_stateful_model
     assert [n for n, cls in REGISTERED.items() if cls.needs_stateful_model] == ["tbptt"]
     with pytest.raises(ConfigError, match="--model=cnn"):

@@ -97,10 +97,10 @@ utils=$(cd "$(dirname "$0")/../../utils" && pwd)
 [ -z "$model" ] && model=$srcdir/final.mdl
 [ -z "$class_frame_counts" ] && class_frame_counts=$srcdir/ali_train_pdf.counts
 counts_file=$class_frame_counts  # what forward.py gets (empty: log-posteriors)
-chain_opt=--chain=$chain  # forward.py's (auto there: the model's stored objective)
+chain_opt=  # forward.py's --chain (none: auto there, the model's stored objective)
 case $chain in
   auto) if [ -f "$srcdir/frame_subsampling_factor" ]; then chain=true; chain_opt=--chain=true; else chain=false; fi ;;
-  true|false) ;;
+  true|false) chain_opt=--chain=$chain ;;
   *) echo "$0: bad --chain $chain (auto|true|false)" >&2; exit 1 ;;
 esac
 if $chain; then  # chain outputs are log-likelihoods already: no priors
@@ -157,8 +157,9 @@ echo $nj > "$dir/num_jobs"
 
 forward_opts=(--class-frame-counts="$counts_file" ${prior_scale:+--prior-scale=$prior_scale}
               --transition-model="$model" --device=$device ${chunking:+--chunking=$chunking}
-              ${output_rate:+--output-rate=$output_rate} $chain_opt
-              --loglike-scale=$post_decode_acwt)
+              ${output_rate:+--output-rate=$output_rate} $chain_opt)
+# log-likelihoods times post_decode_acwt (only where it is not 1: the command lines stay nnet1's)
+awk -v p="$post_decode_acwt" 'BEGIN { exit !(p == 1) }' || forward_opts+=(--loglike-scale=$post_decode_acwt)
 latgen_opts=(--min-active=$min_active --max-active=$max_active ${max_mem:+--max-mem=$max_mem}
              --beam=$beam --lattice-beam=$lattice_beam --acoustic-scale=$dec_acwt --allow-partial=true
              --word-symbol-table="$graphdir/words.txt")
