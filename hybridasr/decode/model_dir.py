@@ -105,14 +105,10 @@ def _stats_from_training_data(model_dir: str):
     if not os.path.isfile(scp):
         return None, f"{model_dir} has no global_cmvn.stats and its training data has no {scp}"
     # cmvn.scp paths are relative to the dir training ran in (Kaldi's s5)
-    cwd = os.getcwd()
     try:
-        os.chdir(base)
-        return global_cmvn_stats(f"scp:{scp}"), f"summed from {scp}"
+        return global_cmvn_stats(f"scp:{scp}", base), f"summed from {scp}"
     except FormatError as e:
         return None, f"cannot sum the training data's CMVN stats: {e}"
-    finally:
-        os.chdir(cwd)
 
 
 def find_feature_conf(model_dir: str) -> str:

@@ -38,7 +38,7 @@ from hybridasr.errors import ConfigError, FormatError, HybridAsrError
 from hybridasr.features.audio import Audio, decode_audio, read_extended_filename
 from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
 from hybridasr.features.extractor import FeatureExtractor
-from hybridasr.features.make_feats import _Resampler
+from hybridasr.features.make_feats import Resampler
 from hybridasr.features.online_cmvn import online_cmvn
 from hybridasr.features.transform import FeatureTransform
 from hybridasr.kaldi.io.table import iter_map_lines
@@ -177,7 +177,7 @@ class Transcriber:
                                   f"lang dir): word times cannot be found")
             self.boundary = read_word_boundary(wb)
         self.extractor = FeatureExtractor(model_dir.features)
-        self.resample = _Resampler(model_dir.features)
+        self.resample = Resampler(model_dir.features)
         self._resample_noted = set()
         self.frame_shift = model_dir.features.frame_shift / 1000.0
         self.lattice_decoder, self.decoder = self._decoders(fst_obj, max_ilabel, fst, want_ctm)

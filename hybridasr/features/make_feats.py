@@ -105,7 +105,7 @@ def read_vtln_map(vtln_map: str, utt2spk: Optional[str]) -> Dict[str, float]:
     return warps
 
 
-class _Resampler:
+class Resampler:
     """Kaldi's allow-downsample/allow-upsample: windowed-sinc resampling (6 zeros, 0.99
     cutoff, as Kaldi's LinearResample), via torchaudio."""
 
@@ -164,7 +164,7 @@ def _compute_feature_table(wav_scp: str, wspecifier: str, opts: FeatureOptions,
     t0 = time.perf_counter()
     report = JobReport()
     extractor = FeatureExtractor(opts, seed=t.seed)
-    resample = _Resampler(opts)
+    resample = Resampler(opts)
     num_frames: List[tuple] = []
     durations: List[tuple] = []
     pending: List[tuple] = []  # (key, samples, duration)

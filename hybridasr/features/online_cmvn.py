@@ -34,11 +34,11 @@ def check_stats(stats: np.ndarray, what: str) -> np.ndarray:
     return stats
 
 
-def global_cmvn_stats(rspecifier: str) -> np.ndarray:
+def global_cmvn_stats(rspecifier: str, base: str = "") -> np.ndarray:
     """The sum of every matrix of a table of CMVN stats (``scp:data/train/cmvn.scp``: the
-    training set's per-speaker stats)."""
+    training set's per-speaker stats; an scp's relative paths relative to ``base``)."""
     total = None
-    for key, m in read_matrices(rspecifier):
+    for key, m in read_matrices(rspecifier, base):
         m = np.asarray(m, dtype=np.float64)
         if total is None:
             total = np.zeros_like(m)

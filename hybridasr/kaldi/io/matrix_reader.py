@@ -203,13 +203,16 @@ def read_matrix_rx(rx: str, files) -> np.ndarray:
         raise FormatError(f"cannot read {rx}: {str(e) or type(e).__name__}") from None
 
 
-def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
+def iter_feature_scp(scp: str, base: str = "") -> Iterator[Tuple[str, np.ndarray]]:
     """(utt, matrix) for each line of a feats.scp (``read_matrix_rx``: Kaldi-exact for
-    ``ark:offset`` entries and their row ranges, kaldiio for pipes)."""
+    ``ark:offset`` entries and their row ranges, kaldiio for pipes). ``base``: the dir that
+    relative archive paths are relative to (Kaldi's s5 dir; default: the current one)."""
     from hybridasr.kaldi.io.open_files import OpenFiles
 
     with OpenFiles() as files:
         for lineno, key, value in iter_map_lines(scp):
+            if base and not value.endswith("|") and not os.path.isabs(value):
+                value = os.path.join(base, value)
             try:
                 mat = read_matrix_rx(value, files)
             except FormatError as e:
@@ -220,15 +223,16 @@ def iter_feature_scp(scp: str) -> Iterator[Tuple[str, np.ndarray]]:
             yield key, mat
 
 
-def read_matrices(rspecifier: str) -> Iterator[Tuple[str, np.ndarray]]:
-    """(key, matrix) pairs of an rspecifier: ``scp:`` through :func:`iter_feature_scp`, an
-    archive (binary or text, a file, ``-`` or a pipe) sequentially through kaldiio. Errors name
-    the input; a failed input command raises FormatError."""
+def read_matrices(rspecifier: str, base: str = "") -> Iterator[Tuple[str, np.ndarray]]:
+    """(key, matrix) pairs of an rspecifier: ``scp:`` through :func:`iter_feature_scp` (its
+    relative entries relative to ``base`` where given), an archive (binary or text, a file,
+    ``-`` or a pipe) sequentially through kaldiio. Errors name the input; a failed input
+    command raises FormatError."""
     spec = parse_rspecifier(rspecifier)
     if spec.kind == "scp":
         if spec.rxfilename == "-" or spec.rxfilename.endswith("|"):
             raise FormatError(f"{rspecifier!r}: an scp must be a file here")
-        yield from iter_feature_scp(spec.rxfilename)
+        yield from iter_feature_scp(spec.rxfilename, base)
         return
     from kaldiio.matio import load_ark
 
