@@ -125,7 +125,8 @@ def _train_stage(d, a) -> dict:
     from hybridasr.models import build_model
     from hybridasr.train.loop import run_epoch
     from hybridasr.train.options import TrainConfig
-    from hybridasr.train.trainer import Trainer, TrainInputs, make_optimizer
+    from hybridasr.train.optimizer import make_optimizer
+    from hybridasr.train.trainer import Trainer, TrainInputs
 
     data, _, imp = _paths(d)
     torch.set_num_threads(1)

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Transcribes recordings with a trained model dir and a graph dir: prints ``<id> <words>`` per
 recording (Kaldi's ``text``), and with ``--ctm`` writes word times and confidences. No data
-dir, feature archive or Kaldi binary (hybridasr.decode.transcribe)."""
+dir, feature archive or Kaldi binary (hybridasr.decode.transcribe). In place of the model dir,
+the file export_model.py wrote: then torch runs the model (no model code is imported)."""
 
 from hybridasr.cli import add_options, make_parser, run_main
 from hybridasr.decode.transcribe import TranscribeOptions
-from hybridasr.models.device import DeviceOptions
+from hybridasr.device import DeviceOptions
 
 
 def get_parser():
@@ -14,9 +15,10 @@ def get_parser():
         "Transcribes audio (file paths, - for wav bytes on stdin, or --wav-scp) with the model "
         "dir that steps/nnet/train.sh wrote (final.nnet, final.mdl, ali_train_pdf.counts, "
         "conf/<mfcc|fbank>.conf, global_cmvn.stats) and a graph dir (HCLG.fst, words.txt, "
-        "phones/word_boundary.int for --ctm). The id of a file is its name without the "
+        "phones/word_boundary.int for --ctm), or, in place of the model dir, the TorchScript "
+        "file export_model.py wrote from one. The id of a file is its name without the "
         "extension; of stdin, 'stdin'; of a wav.scp line, its key.",
-        usage="transcribe.py [options] <model-dir> <graph-dir> [<audio>|- ...]",
+        usage="transcribe.py [options] <model-dir|exported.pt> <graph-dir> [<audio>|- ...]",
         example="transcribe.py --ctm=out.ctm exp/blstm exp/mono/graph rec1.wav rec2.wav")
     p.add_argument("--wav-scp", default="", help="a Kaldi wav.scp (paths or 'cmd |' entries)")
     p.add_argument("--feat-config", default="",
@@ -37,27 +39,43 @@ def get_parser():
 def main(argv=None):
     import sys
 
-    from hybridasr.decode.model_dir import load_model_dir
+    import os
+
     from hybridasr.decode.transcribe import Transcriber, recordings, transcribe_all
+    from hybridasr.device import resolve_device
     from hybridasr.errors import HybridAsrError
-    from hybridasr.features.transform import FeatureTransform
     from hybridasr.kaldi.io.streams import OutputStream
-    from hybridasr.models import load_model
-    from hybridasr.models.device import resolve_device
     from hybridasr.options import from_values
 
     args = get_parser().parse_args(argv)
     opts = from_values(TranscribeOptions, args)
     recs = recordings(args.audio, args.wav_scp)
     device = resolve_device(args.device)
-    import os
+    if os.path.isfile(args.model_dir):  # an exported model: torch runs it
+        import logging
 
-    model, meta = load_model(os.path.join(args.model_dir, "final.nnet"), device)
-    transform = FeatureTransform.from_dict(meta["transform"])
-    md = load_model_dir(args.model_dir, args.feat_config, args.feat_type, opts.cmvn,
-                        transform.norm_means)
-    t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
-                    device=device)
+        from hybridasr.decode.export import exported_model_dir
+
+        with exported_model_dir(args.model_dir, args.feat_config, args.feat_type, opts.cmvn,
+                                device) as (md, model, meta):
+            if meta.get("prior_scale") not in (None, opts.prior_scale):
+                logging.getLogger("transcribe.py").warning(
+                    "note: %s was exported with --prior-scale=%g: --prior-scale=%g has no "
+                    "effect (export again to change it)", args.model_dir, meta["prior_scale"],
+                    opts.prior_scale)
+            t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
+                            device=device)
+    else:
+        from hybridasr.decode.model_dir import load_model_dir
+        from hybridasr.features.transform import FeatureTransform
+        from hybridasr.models import load_model
+
+        model, meta = load_model(os.path.join(args.model_dir, "final.nnet"), device)
+        transform = FeatureTransform.from_dict(meta["transform"])
+        md = load_model_dir(args.model_dir, args.feat_config, args.feat_type, opts.cmvn,
+                            transform.norm_means)
+        t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
+                        device=device)
     ctm = OutputStream(args.ctm) if args.ctm else None
 
     def text(line):

@@ -16,6 +16,7 @@ from chain_helpers import CHAIN_TOPO, brute_force_den, digits_phone_seqs, restri
 from hybridasr.chain.den_forward_backward import DenGraph, den_log_prob
 from hybridasr.chain.den_graph import initial_probs, make_den_fst
 from hybridasr.chain.phone_lm import estimate_phone_lm
+from hybridasr.errors import FormatError
 from hybridasr.graph.arrays import FstArrays
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
@@ -136,3 +137,48 @@ def test_both_entry_layouts_on_cuda_match_cpu(graphs):
         post_c = torch.autograd.grad(cuda.sum(), oc)[0]
         assert torch.allclose(cuda.cpu(), cpu, atol=1e-9)
         assert torch.allclose(post_c.cpu(), post, atol=1e-9)
+
+
+def _padded(rng, lengths, pdfs, pad=float("nan")):
+    """Outputs (B, max(lengths), pdfs) whose frames past each sequence's length are ``pad``
+    (NaN: any read of them would show)."""
+    out = rng.normal(scale=2.0, size=(len(lengths), max(lengths), pdfs))
+    for b, n in enumerate(lengths):
+        out[b, n:] = pad
+    return out
+
+
+@pytest.mark.parametrize("which", ["small", "full"])  # (state, pdf) entries; entries = states
+@pytest.mark.parametrize("leaky", [0.0, 0.1])
+def test_a_padded_batch_equals_each_sequence_alone(graphs, which, leaky):
+    pdfs = graphs["pdfs" if which == "small" else "full_pdfs"]
+    lengths = [4, 7, 2]
+    out = _padded(np.random.default_rng(12), lengths, pdfs)
+    for dtype, tol in ((torch.float64, 1e-9), (torch.float32, 1e-5)):
+        g = DenGraph.from_fst(graphs[which], pdfs, dtype=dtype)
+        x = torch.tensor(out, dtype=dtype, requires_grad=True)
+        lp = den_log_prob(x, g, leaky, lengths=torch.tensor(lengths))
+        scale = [1.0, 2.0, -0.5]  # each sequence's own gradient, scaled
+        (grad,) = torch.autograd.grad((lp * torch.tensor(scale, dtype=dtype)).sum(), x)
+        for b, n in enumerate(lengths):
+            xb = torch.tensor(out[b:b + 1, :n], dtype=dtype, requires_grad=True)
+            alone = den_log_prob(xb, g, leaky)
+            (gb,) = torch.autograd.grad(alone.sum(), xb)
+            assert float(lp[b].detach()) == pytest.approx(float(alone.detach()), abs=tol,
+                                                          rel=tol)
+            assert torch.allclose(grad[b, :n], scale[b] * gb[0], atol=tol, rtol=0)
+            assert torch.equal(grad[b, n:], torch.zeros_like(grad[b, n:]))  # exactly zero
+        assert torch.isfinite(lp).all()
+    # lengths of all T: as without lengths
+    g, _ = _g(graphs[which], pdfs)
+    full = torch.tensor(out[:, :2])
+    assert torch.equal(den_log_prob(full, g, leaky, lengths=[2, 2, 2]),
+                       den_log_prob(full, g, leaky))
+
+
+def test_lengths_out_of_range_are_an_error(graphs):
+    g, _ = _g(graphs["small"], graphs["pdfs"])
+    out = torch.zeros(2, 3, graphs["pdfs"], dtype=torch.float64)
+    for bad in ([3, 4], [0, 3], [3]):
+        with pytest.raises(FormatError, match="lengths"):
+            den_log_prob(out, g, 0.1, lengths=bad)

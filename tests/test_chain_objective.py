@@ -152,3 +152,71 @@ def test_den_log_prob_on_cuda_matches_cpu(small):
     cpu = den_log_prob(out, g)
     cuda = den_log_prob(out.cuda(), g.to("cuda"))
     assert torch.allclose(cuda.cpu(), cpu, atol=1e-9)
+
+
+def _padded(rng, lengths, pdfs):
+    """(B, max(lengths), pdfs) outputs, NaN past each sequence's length (never to be read)."""
+    out = rng.normal(size=(len(lengths), max(lengths), pdfs))
+    for b, n in enumerate(lengths):
+        out[b, n:] = np.nan
+    return out
+
+
+def test_num_of_a_padded_batch_equals_each_sequence_alone(small):
+    p, rng = small["pdfs"], np.random.default_rng(13)
+    lengths = [3, 5, 2]
+    fsts = [alignment_graph(rng.integers(0, p, size=3)), small["den"],  # branching, finals
+            alignment_graph(rng.integers(0, p, size=2))]
+    out = _padded(rng, lengths, p)
+    for dtype, tol in ((torch.float64, 1e-9), (torch.float32, 1e-5)):
+        x = torch.tensor(out, dtype=dtype, requires_grad=True)
+        lp = num_log_prob(x, NumGraphs.from_fsts(fsts, p, dtype=dtype), torch.tensor(lengths))
+        (grad,) = torch.autograd.grad(lp.sum(), x)
+        for b, n in enumerate(lengths):
+            xb = torch.tensor(out[b:b + 1, :n], dtype=dtype, requires_grad=True)
+            alone = num_log_prob(xb, NumGraphs.from_fsts([fsts[b]], p, dtype=dtype))
+            (gb,) = torch.autograd.grad(alone.sum(), xb)
+            assert np.isfinite(float(alone.detach()))
+            assert float(lp[b].detach()) == pytest.approx(float(alone.detach()), abs=tol,
+                                                          rel=tol)
+            assert torch.allclose(grad[b, :n], gb[0], atol=tol, rtol=0)
+            assert torch.equal(grad[b, n:], torch.zeros_like(grad[b, n:]))
+    assert float(lp[1].detach()) == pytest.approx(brute_force_num(small["den"], out[1]),
+                                                  abs=1e-4)
+
+
+def test_chain_loss_of_a_padded_batch_equals_each_sequence_alone(small):
+    g, _ = _graph(small["cden"], small["cpdfs"])
+    p, rng = small["cpdfs"], np.random.default_rng(14)
+    used = np.unique(small["cden"].ilabel) - 1
+    lengths = [4, 6, 2]
+    fsts = [small["cden"], alignment_graph(rng.choice(used, 6)),
+            alignment_graph(rng.choice(used, 2))]
+    out, xent = _padded(rng, lengths, p), _padded(rng, lengths, p)
+    weights = torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64)
+    opts = ChainObjectiveOptions(0.1, 0.1, 0.01)
+    x, xe = (torch.tensor(a, requires_grad=True) for a in (out, xent))
+    res = chain_loss(x, g, NumGraphs.from_fsts(fsts, p, dtype=torch.float64), xe, opts,
+                     weights, lengths=torch.tensor(lengths))
+    gx, gxe = torch.autograd.grad(res.loss, (x, xe))
+    assert res.frames == 12
+    want = {"loss": 0.0, "objf": 0.0, "xent_objf": 0.0, "l2_term": 0.0}
+    for b, n in enumerate(lengths):
+        xb, xeb = (torch.tensor(a[b:b + 1, :n], requires_grad=True) for a in (out, xent))
+        r = chain_loss(xb, g, NumGraphs.from_fsts([fsts[b]], p, dtype=torch.float64), xeb,
+                       opts, weights[b:b + 1])
+        gb, geb = torch.autograd.grad(r.loss, (xb, xeb))
+        assert r.frames == n
+        want["loss"] += float(r.loss.detach())
+        for k in ("objf", "xent_objf", "l2_term"):
+            want[k] += getattr(r, k) * n
+        assert float(res.num_logprob[b]) == pytest.approx(float(r.num_logprob[0]), abs=1e-9)
+        assert float(res.den_logprob[b]) == pytest.approx(float(r.den_logprob[0]), abs=1e-9)
+        assert torch.allclose(gx[b, :n], gb[0], atol=1e-9, rtol=0)
+        assert torch.allclose(gxe[b, :n], geb[0], atol=1e-9, rtol=0)
+        for grad in (gx, gxe):  # the padding: exactly zero
+            assert torch.equal(grad[b, n:], torch.zeros_like(grad[b, n:]))
+    assert float(res.loss.detach()) == pytest.approx(want["loss"], abs=1e-9)
+    for k in ("objf", "xent_objf", "l2_term"):
+        assert getattr(res, k) * 12 == pytest.approx(want[k], abs=1e-9)
+    assert want["l2_term"] < 0 and want["xent_objf"] < 0  # both terms are in the figures

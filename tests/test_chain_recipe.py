@@ -1,39 +1,42 @@
-"""The chain recipe (egs/kaldi_dir/s5/local/chain/run_tdnn.sh) on a tiny Kaldi dir cut from
-kaldi_digits (20 training utterances of two speakers, 10 test) after run.sh's stages 0-2: the
-chain lang dir, the tree at frame subsampling 3, den.fst, a tiny TDNN-F trained with LF-MMI,
-the --self-loop-scale 1.0 graph, decoding and scoring, and the summary beside the GMM's; run
-again, it redoes nothing."""
+"""The chain recipe (egs/kaldi_dir/s5/local/chain/run_tdnn.sh) through run.sh --chain true on a
+tiny Kaldi dir cut from kaldi_digits (20 training utterances of two speakers, 10 test): beside the
+hybrid network, stage 3 makes the chain lang dir, the tree at frame subsampling 3, den.fst and a
+tiny TDNN-F trained with LF-MMI on the GMM's alignment, stage 4 the --self-loop-scale 1.0 graph,
+decoding and scoring (run.sh's --ref-normalize), stage 5 the summary beside the GMM's and the
+hybrid's; run again, it redoes nothing. run.sh refuses --chain true before stage 0 where it
+cannot finish (no G.fst for its graph). Without a GMM (--ali none): tests/test_flatstart.py."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
 from kaldi_shapes import digits_dir
 from test_recipe_e2e import make_recipe_copy
 
-CHAIN_ARGS = ["--nj", "1", "--model-config", "conf/model/tdnnf_small.conf",
-              "--schedule-config", "conf/tiny_schedule.conf",
-              "--train-opts", "--min-batches-per-epoch=4"]
+ARGS = ["--nj", "1", "--model-config", "conf/tiny_model.conf", "--schedule-config",
+        "conf/tiny_schedule.conf", "--train-opts", "--min-batches-per-epoch=4",
+        "--ref-normalize", "true", "--chain", "true", "--chain-opts",
+        "--model-config conf/model/tdnnf_small.conf --schedule-config conf/tiny_schedule.conf",
+        "--chain-train-opts", "--seed=7"]
 
 
-def _run(s5, env, *cmd):
+def _run(s5, env, *cmd, rc=0):
     p = subprocess.run([str(c) for c in cmd], cwd=s5, env=env, capture_output=True, text=True,
                        timeout=600)
     out = p.stdout + p.stderr
-    assert p.returncode == 0, out[-5000:]
+    assert p.returncode == rc, out[-5000:]
     return out
 
 
-def test_chain_recipe_trains_decodes_and_skips_when_done(tmp_path, kaldi_digits, repo_dir,
-                                                         env_with_path):
+def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi_digits,
+                                                                 repo_dir, env_with_path):
     kaldi = digits_dir(kaldi_digits, tmp_path / "kaldi", ["jackson_0", "nicolas_0"], ["theo_1"])
     env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
     s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
     os.symlink(repo_dir / "egs/kaldi_dir/s5/local", s5 / "local")  # as in the recipe dir
-    _run(s5, env, "./run.sh", "--nj", "1", "--kaldi-dir", kaldi, "--stop-stage", "2")
-    chain = ["local/chain/run_tdnn.sh", *CHAIN_ARGS, "--gmm-decode-dir", kaldi / "exp/mono/decode",
-             kaldi / "data/lang", kaldi / "exp/mono_ali", "exp/chain/tdnn"]
-    out = _run(s5, env, *chain)
+    run = ["./run.sh", *ARGS, "--kaldi-dir", kaldi]
+    out = _run(s5, env, *run)
 
     c = s5 / "exp/chain"
     assert "<ForwardPdfClass>" in (s5 / "data/lang_chain/topo").read_text()
@@ -41,26 +44,57 @@ def test_chain_recipe_trains_decodes_and_skips_when_done(tmp_path, kaldi_digits,
     outputs = [c / "tree/tree", c / "tree/final.mdl", c / "den/den.fst",
                c / "den/normalization.fst", c / "tdnn/final.nnet", c / "tree/graph/HCLG.fst"]
     assert all(f.stat().st_size > 0 for f in outputs), [f for f in outputs if not f.exists()]
-    # the chain network: trained by the lfmmi objective, its outputs subsampled
+    # the chain network: trained by the lfmmi objective on the GMM's alignment, with run.sh's
+    # --train-opts and then --chain-train-opts; its outputs subsampled
     assert (c / "tdnn/frame_subsampling_factor").read_text().strip() == "3"
     assert (c / "tdnn/final.mdl").read_bytes() == (c / "den/0.trans_mdl").read_bytes()
     assert '"objective": "lfmmi"' in (c / "tdnn/metrics.jsonl").read_text()
+    log = (c / "tdnn/log/train.log").read_text()
+    assert f"{kaldi}/exp/mono_ali" in log and "--min-batches-per-epoch=4 --seed=7" in log
+    assert "--seed=7" not in (s5 / "exp/blstm/log/train.log").read_text()
     dec = c / "tdnn/decode_test"
     wers = sorted(dec.glob("wer_*"))
     assert wers and all("%WER" in w.read_text() for w in wers)
+    assert json.loads((dec / "scoring/reference.json").read_text())["normalized"] is True
     assert "--acwt 1.0 --post-decode-acwt 10.0" in out
-    # the summary line, beside the GMM's
-    assert "chain model:   %WER" in out and "GMM system:" in out
+    # stage 5: the chain's summary line beside the GMM's, and its best WER beside the hybrid's
+    summary = out[out.index("===== stage 5"):]
+    assert "chain model:   %WER" in summary and "GMM system:" in summary
+    assert "best WERs side by side (hybrid exp/blstm | chain exp/chain/tdnn):" in summary
     assert "TDNN-F chain model" in (c / "tdnn/summary.txt").read_text()
 
     made = {f: f.stat().st_mtime_ns for f in outputs + wers}
-    out = _run(s5, env, *chain)
+    out = _run(s5, env, *run)
     for what in ("data/lang_chain is already made", "exp/chain/tree is already built",
                  "exp/chain/den/den.fst is already made", "exp/chain/tdnn/final.nnet exists",
-                 "exp/chain/tree/graph is already made", "decode_test is already scored"):
+                 "exp/chain/tree/graph is already made",
+                 "exp/chain/tdnn/decode_test is already scored"):
         assert f"{what}" in out, what
     assert {f: f.stat().st_mtime_ns for f in made} == made
     assert "chain model:   %WER" in out
+    # the summary alone, without the --chain-opts: it names the config the model was trained
+    # with (its train.conf), not the default the options now give
+    out = _run(s5, env, *run[:run.index("--chain-opts")], "--kaldi-dir",
+               kaldi, "--stage", "5")
+    assert "TDNN-F chain model (LF-MMI; conf/model/tdnnf_small.conf)" in out
+
+
+def test_run_sh_refuses_chain_where_it_cannot_finish(tmp_path, kaldi_digits, repo_dir,
+                                                     env_with_path):
+    kaldi = digits_dir(kaldi_digits, tmp_path / "kaldi", ["jackson_0"], ["theo_1"])
+    (kaldi / "data/lang_nog").mkdir()
+    for f in (kaldi / "data/lang").iterdir():
+        if f.name != "G.fst":
+            (kaldi / "data/lang_nog" / f.name).symlink_to(f)
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+    s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
+    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--lang", "data/lang_nog", "--chain",
+               "true", rc=1)
+    assert f"needs a G.fst, and {kaldi}/data/lang_nog has none" in out, out
+    assert "--chain-opts" in out and "--lang-test" in out
+    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--chain", "yes", rc=1)
+    assert 'expected "true" or "false": --chain yes' in out
+    assert not (s5 / "data").exists()  # (refused before stage 0)
 
 
 def test_usage_and_a_missing_alignment_dir(repo_dir, kaldi_digits, env_with_path, tmp_path):

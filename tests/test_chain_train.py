@@ -39,7 +39,9 @@ def chain_run(tmp_path_factory, kaldi_digits, env_with_path):
     exp = tmp / "tdnn"
     argv = [f"--model-config={REPO / 'conf/model/tdnnf_small.conf'}",
             "--seq-ordering=laplace:4", "--max-frames=2000", "--num-workers=0",
-            "--learning-rate=0.003", "--lr-schedule=constant", "--max-iters=2",
+            "--learning-rate=0.003", "--lr-schedule=exponential", "--max-iters=2",
+            "--final-learning-rate=0.001", "--dropout-schedule=0.1,0.3",
+            "--tdnnf-xent-lr-factor=0.5",
             "--min-batches-per-epoch=8", "--progress-every=0", "--num-threads=1",
             "--objective=lfmmi", f"--lfmmi-den-fst={d / 'exp/chain/den'}", str(tr), str(cv),
             str(d / "exp/mono_ali"), str(d / "exp/mono_ali"), str(exp)]
@@ -55,6 +57,14 @@ def test_lfmmi_training_lowers_the_cv_objective(chain_run):
     assert h[0]["cv_loss"] > 0
     assert h[1]["cv_loss"] < h[0]["cv_loss"] and h[2]["cv_loss"] < h[1]["cv_loss"], h
     assert h[2]["train_loss"] < h[1]["train_loss"], h
+    # Kaldi's chain schedule: the rate decays 0.003 -> 0.001, the dropout schedule at each
+    # epoch's midpoint (1/4, 3/4 of 0.1 -> 0.3), the xent output layer at half the rate (the
+    # optimizer state saved with epoch 2)
+    assert [x["lr"] for x in h] == pytest.approx([0.003, 0.003, 0.001])
+    assert [x.get("dropout") for x in h] == [None, pytest.approx(0.15), pytest.approx(0.25)]
+    opt = torch.load(exp / "nnet/epoch2.opt", weights_only=True)
+    assert [(g["lr_factor"], g["lr"]) for g in opt["param_groups"]] == [
+        (1.0, pytest.approx(0.001)), (1.0, pytest.approx(0.001)), (0.5, pytest.approx(0.0005))]
     report = json.loads((exp / "lfmmi_report.json").read_text())
     assert report["training"]["utterances"] + report["cross-validation"]["utterances"] == 120
     assert report["training"]["length_mismatch"] == report["training"]["no_path"] == 0
@@ -256,3 +266,60 @@ class _Cuts(_Whole):
 
     def describe(self):
         return "tbptt"
+
+
+def test_transcribe_a_chain_model_as_kaldis_chain_decoding(chain_run):
+    """transcribe.py with the chain model dir and its --self-loop-scale 1.0 graph: the words of
+    decode.sh --acwt 1.0 --post-decode-acwt 10.0 at LMWT 8 (the same features: per-recording
+    CMVN), and CTM times at the chain model's frame rate (3 input frames an output frame)."""
+    d, exp = chain_run.d, chain_run.exp
+    if not (d / "exp/chain/tree/graph/HCLG.fst").exists():
+        r = chain_run.run(REPO / "utils/mkgraph.sh", "--self-loop-scale", "1.0", "data/lang",
+                          "exp/chain/tree", "exp/chain/tree/graph")
+        assert r.returncode == 0, r.stderr
+    keys = [ln.split()[0] for ln in (d / "data/test/wav.scp").read_text().splitlines()][:8]
+    data = d / "data/test_wav"
+    data.mkdir()
+    wavs = dict(ln.split(" ", 1) for ln in (d / "data/test/wav.scp").read_text().splitlines())
+    (data / "wav.scp").write_text("".join(f"{k} {d / wavs[k]}\n" for k in keys))
+    (data / "utt2spk").write_text("".join(f"{k} {k}\n" for k in keys))
+    (data / "spk2utt").write_text("".join(f"{k} {k}\n" for k in keys))
+    texts = dict(ln.split(" ", 1) for ln in (d / "data/test/text").read_text().splitlines())
+    (data / "text").write_text("".join(f"{k} {texts[k]}\n" for k in keys))
+    for cmd in (["steps/make_mfcc.sh", "--nj", "1", "--compress", "false", "--mfcc-config",
+                 "conf/mfcc.conf", data, "exp/make_mfcc_wav", "mfcc_wav"],
+                ["steps/compute_cmvn_stats.sh", data, "exp/make_mfcc_wav", "mfcc_wav"],
+                ["steps/nnet/decode.sh", "--nj", "1", "--acwt", "1.0", "--post-decode-acwt",
+                 "10.0", "--srcdir", exp, "--scoring-opts",
+                 "--min-lmwt 8 --max-lmwt 8 --word-ins-penalty 0.0", "exp/chain/tree/graph",
+                 data, exp / "decode_wav"]):
+        r = chain_run.run(REPO / cmd[0], *cmd[1:])
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    words = dict(reversed(ln.split()) for ln in
+                 (d / "exp/chain/tree/graph/words.txt").read_text().splitlines())
+    want = {k: [words[i] for i in v] for k, *v in (
+        ln.split() for ln in (exp / "decode_wav/scoring/8.tra").read_text().splitlines())}
+    r = chain_run.run(sys.executable, REPO / "pybin/transcribe.py", "--cmvn=utterance",
+                      "--lm-weight=8", "--feat-config=conf/mfcc.conf", f"--ctm={d}/t.ctm",
+                      "--wav-scp", data / "wav.scp", exp, "exp/chain/tree/graph")
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = {k: v for k, *v in (ln.split() for ln in r.stdout.splitlines())}
+    assert len(want) == 8 and got == want
+    assert sum(len(v) for v in got.values()) >= 4, got  # a model that says something
+    ctm = [ln.split() for ln in (d / "t.ctm").read_text().splitlines()]
+    assert [c[4] for c in ctm] == [w for k in keys for w in got[k]]
+    # the same from the exported model (export_model.py: TorchScript, chain outputs)
+    e = chain_run.run(sys.executable, REPO / "pybin/export_model.py",
+                      "--feat-config=conf/mfcc.conf", exp, d / "chain.pt")
+    assert e.returncode == 0, e.stderr[-3000:]
+    r2 = chain_run.run(sys.executable, REPO / "pybin/transcribe.py", "--cmvn=utterance",
+                       "--lm-weight=8", "--feat-config=conf/mfcc.conf", "--wav-scp",
+                       data / "wav.scp", d / "chain.pt", "exp/chain/tree/graph")
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    assert r2.stdout == r.stdout
+    import soundfile as sf
+
+    for c in ctm:  # a word's times are multiples of 30 ms, within its recording
+        start, dur = float(c[2]), float(c[3])
+        assert round(start / 0.03, 6) == round(start / 0.03) and dur > 0
+        assert start + dur <= sf.info(str(d / wavs[c[0]])).duration + 0.03

@@ -128,7 +128,8 @@ def env(env_with_path, repo_dir):
 @pytest.mark.slow
 def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_digits, env):
     """./run.sh --ali none on a Kaldi dir with data dirs and a dict dir only (no lang dir, no
-    exp/): prepare_lang, an LM from --lm-text, flat start, CD tree, graphs, WERs."""
+    exp/): prepare_lang, an LM from --lm-text, flat start, CD tree, graphs, WERs; and the chain
+    model (--chain true) on the flat start's alignment."""
     root = tmp_path_factory.mktemp("flat_tiny")
     kaldi = root / "kaldi"
     kaldi.mkdir()
@@ -169,7 +170,8 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
         ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
          "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-rounds", "0", "--flat-first-subset", "6",
          "--num-leaves", "40", "--model-config", "conf/tiny_model.conf",
-         "--train-opts", "--max-iters=1", "--nj", "1"],
+         "--train-opts", "--max-iters=1", "--nj", "1", "--chain", "true", "--chain-opts",
+         "--schedule-config conf/tiny_schedule.conf"],
         cwd=s5, env=env, capture_output=True, text=True, timeout=900)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-6000:]
@@ -220,3 +222,12 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     assert "model:         context-dependent network (exp/tri_ali: " in out
     summary = json.loads((s5 / "exp/blstm/summary.json").read_text())
     assert summary["model"].startswith("context-dependent network") and "wer" in summary
+    # --chain true without a GMM: the chain tree, den.fst and TDNN-F from the flat start's CD
+    # alignment (exp/tri_ali), its graph on data/lang_test (the LM made here), decoded and
+    # summed up beside the CD network
+    chain = s5 / "exp/chain/tdnn"
+    assert "--model-config auto: conf/model/tdnnf_small.conf (0.0" in out  # under 5 hours
+    assert "exp/tri_ali" in (chain / "log/train.log").read_text()
+    assert (s5 / "exp/chain/tree/graph/HCLG.fst").is_file()
+    assert any(n.startswith("wer_") for n in os.listdir(chain / "decode_test"))
+    assert "chain model:   %WER" in out and "(hybrid exp/blstm | chain exp/chain/tdnn)" in out

@@ -19,7 +19,7 @@ LIB = REPO / "hybridasr"
 FLOORS = {
     "errors": 0,
     "options": 1, "utils": 1, "jobs": 1,
-    "kaldi": 2, "registry": 2,
+    "kaldi": 2, "registry": 2, "device": 2,
     "datadir": 3,
     "features": 4, "align": 4, "lang": 4,
     "data": 5, "graph": 5, "tree": 5,
@@ -283,3 +283,29 @@ def test_the_special_case_check_sees_one(tmp_path):
     src.write_text("def f(tcfg, opts):\n    if tcfg.objective == 'ctc':\n        pass\n"
                    "    return opts.objective in ('ce', 'fullsum'), opts.model == 'ce'\n")
     assert _objective_comparisons(src, {"ce", "ctc"}) == ["m.py:2", "m.py:4"]
+
+
+def _experiments_imports(path: Path):
+    """Lines of ``path`` that import the experiment suites (``import experiments...``,
+    ``from experiments... import``), also inside functions."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+        out += [f"{path.name}:{node.lineno}" for n in names if n.split(".")[0] == "experiments"]
+    return out
+
+
+def test_the_toolkit_tests_import_no_experiment():
+    """tests/ tests the toolkit: the experiment suites' checks live in experiments/tests/."""
+    files = sorted((REPO / "tests").glob("*.py"))
+    assert len(files) > 50
+    bad = [hit for path in files for hit in _experiments_imports(path)]
+    assert not bad, "tests importing experiments/: " + ", ".join(bad)
+
+
+def test_the_experiments_import_check_sees_one(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import experiments.seeds\ndef f():\n    from experiments import any_dir\n"
+                   "    import experimental, os\n")
+    assert _experiments_imports(src) == ["m.py:1", "m.py:3"]

@@ -207,6 +207,29 @@ def test_constant_and_plateau():
     assert got == [(True, 1.0, False), (True, 0.5, False), (True, 0.5, False)]
 
 
+def test_exponential_is_kaldis_chain_schedule():
+    """Fixed epochs, every one kept, the rate from --learning-rate to --final-learning-rate
+    geometrically; a NaN epoch scales the rest of the curve by --halving-factor; its state
+    goes on identically after a restart."""
+    s = make_lr_schedule("exponential", learning_rate=0.002, final_learning_rate=0.0002,
+                         max_iters=4)
+    assert s.lr == 0.002
+    got = run(s, 1.0, [2.0, 3.0, 4.0, 5.0, 6.0])  # worse cv losses: kept all the same
+    rates = [0.002 * 0.1 ** (e / 3) for e in (1, 2, 3)]
+    assert got == [(True, round(r, 10), False) for r in rates] + [(True, 0.0002, True)]
+    s = make_lr_schedule("exponential", learning_rate=0.01, max_iters=3)  # default: a tenth
+    assert [round(s.rate_of_epoch(e), 10) for e in (1, 2, 3)] == [0.01, round(0.01 * 0.1 **
+                                                                              0.5, 10), 0.001]
+    s.start(1.0)
+    d = s.diverged(1)
+    assert not d.accept and not d.stop and d.lr == pytest.approx(0.5 * 0.01 * 0.1 ** 0.5)
+    again = make_lr_schedule("exponential", learning_rate=0.01, max_iters=3)
+    again.load_state_dict(s.state_dict())
+    assert again.epoch_done(2, 1.0, 1.0).lr == pytest.approx(0.5 * 0.001)
+    assert make_lr_schedule("exponential", learning_rate=0.5, max_iters=1).rate_of_epoch(1) \
+        == 0.5
+
+
 def test_options_from_a_schedule_config_file(tmp_path):
     conf = tmp_path / "newbob.conf"
     conf.write_text("--lr-schedule=newbob\n--learning-rate=0.004\n--start-halving-impr=0.02\n")
@@ -240,6 +263,7 @@ def test_repo_schedule_confs_load(repo_dir):
     for title, declared in data_option_sets():  # newbob.conf also sets how many updates
         add_options(p, declared, title)  # an epoch has at least
     p.add_argument("--optimizer")
+    p.add_argument("--dropout-schedule")  # a trainer option (chain.conf: Kaldi's)
     for conf in sorted((repo_dir / "conf" / "schedule").glob("*.conf")) + \
             [repo_dir / "egs/digits/s5/conf/schedule.conf"]:
         args = p.parse_args([f"--schedule-config={conf}"])

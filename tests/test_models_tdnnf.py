@@ -13,8 +13,10 @@ import torch
 from hybridasr.cli import add_options, make_parser
 from hybridasr.errors import ConfigError
 from hybridasr.models import MODEL_CONFIG, build_model, model_config_from_args, model_options
-from hybridasr.models.tdnnf import (SharedDropout, Tdnnf, TdnnfOptions, constrain_orthonormal,
-                                    dropout_schedule_value)
+from hybridasr.models.tdnnf import SharedDropout, Tdnnf, TdnnfOptions, constrain_orthonormal
+from hybridasr.train.optimizer import make_optimizer, set_learning_rate
+from hybridasr.train.options import TrainConfig
+from hybridasr.train.schedules.dropout import apply_dropout_schedule, dropout_schedule_value
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = dict(tdnnf_dim=32, tdnnf_bottleneck_dim=8, tdnnf_time_strides="1,1,0,3,3",
@@ -175,6 +177,39 @@ def test_dropout_is_continuous_shared_over_time_and_scheduled():
     assert got == pytest.approx([0.0, 0.0, 0.0, 0.25, 0.5, 0.25, 0.0])
     with pytest.raises(ConfigError, match="dropout schedule"):
         dropout_schedule_value("0,0.5@x,0", 0.5)
+
+
+def test_dropout_schedule_per_epoch_and_models_without_dropout():
+    m = small(3)
+    sched = "0,0@0.20,0.5@0.50,0"
+    got = [apply_dropout_schedule(m, sched, e, 4) for e in (1, 2, 3, 4)]  # at 1/8, 3/8, ...
+    assert got == pytest.approx([0.0, 0.5 * 0.175 / 0.3, 0.375, 0.125])
+    assert all(b.dropout.p == pytest.approx(0.125) for b in m.blocks)
+    blstm = build_model({"model": "blstm", "num_layers": 1, "hidden_size": 8}, 5, 3)
+    with pytest.raises(ConfigError,
+                       match=r"--dropout-schedule=0,0.3: the model \(Blstm\) has no dropout"):
+        apply_dropout_schedule(blstm, "0,0.3", 1, 2)
+    with pytest.raises(ConfigError, match="dropout schedule"):  # checked with the options
+        TrainConfig(device="cpu", dropout_schedule="0,x")
+
+
+def test_parameter_groups_kaldis_per_layer_l2_and_xent_rate():
+    m = small(3, tdnnf_l2_regularize=0.03, tdnnf_output_l2_regularize=0.015,
+              tdnnf_xent_lr_factor=0.5)
+    opt = make_optimizer(m, TrainConfig(device="cpu", weight_decay=0.1), 0.002)
+    groups = opt.param_groups
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert sorted(ids) == sorted(id(p) for p in m.parameters())  # each parameter once
+    assert [(g["weight_decay"], g["lr_factor"], g["lr"]) for g in groups] == [
+        (0.03, 1.0, 0.002), (0.015, 1.0, 0.002), (0.015, 0.5, 0.001)]
+    assert {id(p) for p in groups[2]["params"]} == {id(p) for p in m.xent.output.parameters()}
+    set_learning_rate(opt, 0.0004)
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.0004, 0.0004, 0.0002])
+    # a model with no groups of its own: one group at --weight-decay
+    blstm = build_model({"model": "blstm", "num_layers": 1, "hidden_size": 8}, 5, 3)
+    (g,) = make_optimizer(blstm, TrainConfig(device="cpu", weight_decay=0.1), 0.1).param_groups
+    assert g["weight_decay"] == 0.1 and g["lr"] == 0.1 and len(g["params"]) == len(
+        list(blstm.parameters()))
 
 
 def parser():  # the model options as train.py registers them

@@ -1,8 +1,8 @@
 """The recipe's shape, as Kaldi users know it: egs/kaldi_dir/s5/run.sh is its configuration
 section, a short usage and the stage blocks (at most 300 lines, the first stage block on the
-first screen after the configuration); each optional system is a local/run_*.sh with a usage of
-its own; egs/digits/s5/run.sh is a thin user of the generic recipe; every option the recipe had
-is still one. Runs no stage (seconds)."""
+first screen after the configuration); each optional system is a local/run_*.sh (the chain
+model: local/chain/run_tdnn.sh) with a usage of its own; egs/digits/s5/run.sh is a thin user of
+the generic recipe; every option the recipe had is still one. Runs no stage (seconds)."""
 from __future__ import annotations
 
 import re
@@ -18,8 +18,9 @@ realign_prior_scale realign_train_opts align_opts decode_sets flat_objective fla
 flat_model_config flat_batching_config flat_train_opts flat_first_subset num_leaves lm_arpa
 lm_text lm_order seq_epochs seq_min_utts seq_criterion seq_frame_smoothing seq_opts restart
 oov_word ctc ctc_units_config ctc_model_config ctc_train_config ctc_acwt ctc_decode_opts
-ctc_scoring_opts ctc_beam_size speed_perturb fmllr""".split()
-SYSTEMS = ("run_realign.sh", "run_sequence.sh", "run_ctc.sh", "run_flatstart.sh")
+ctc_scoring_opts ctc_beam_size speed_perturb fmllr chain chain_opts chain_train_opts""".split()
+SYSTEMS = ("run_realign.sh", "run_sequence.sh", "run_ctc.sh", "run_flatstart.sh",
+           "chain/run_tdnn.sh")
 
 
 def config_vars(text: str) -> list:

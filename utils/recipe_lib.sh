@@ -241,6 +241,20 @@ resolve_kaldi_dir_options() {
     if [ -n "$lm_arpa$lm_text" ] || [ ! -f "$lang_dir/G.fst" ]; then lang_test=data/lang_test; fi
     graph_dir=$dir/graph
   fi
+  check_chain_options
+}
+
+# --chain true (local/chain/run_tdnn.sh on the hybrid's lang dir and alignment): refused
+# before any stage runs where it cannot finish (no G.fst for its graph; with --ali none the
+# recipe makes data/lang_test with one)
+check_chain_options() {
+  [ "${chain:-false}" == true ] && [ $gmm == true ] || return 0
+  case " ${chain_opts:-} " in *" --lang-test"*) return 0 ;; esac
+  if [ ! -f "$lang_test/G.fst" ]; then  # (data/lang, made from a dict dir beside a GMM, has none)
+    echo "$0: --chain true: its graph (utils/mkgraph.sh) needs a G.fst, and $lang_test has none:" \
+      "give --chain-opts \"--lang-test <a lang dir with one, e.g. $kaldi_dir/data/lang_test>\"" >&2
+    exit 1
+  fi
 }
 
 # kaldi_dir_recipe_inputs: what data/ and exp/ are made from (check_recipe_inputs): a later run

@@ -31,6 +31,12 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def kaldi_digits() -> Path:
+    """The real Kaldi 5.5 digits dir (read only)."""
+    return _need(SHARED / "data" / "kaldi_digits")
+
+
+@pytest.fixture(scope="session")
 def kaldi_polish() -> Path:
     """Polish read sentences, 16 kHz, tri1 (read only)."""
     return _need(SHARED / "data" / "kaldi_polish")

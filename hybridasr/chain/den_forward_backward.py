@@ -1,8 +1,11 @@
 """The denominator forward-backward of LF-MMI, as Kaldi's ``DenominatorComputation``
 (``chain/chain-denominator.cc``), vectorised in torch (one code path for CPU and CUDA).
 
-A batch of B sequences of equal length T shares one den graph (pdf-id + 1 labels, final
-costs ignored, initial probabilities from ``den_graph.initial_probs``). In probability space
+A batch of B sequences shares one den graph (pdf-id + 1 labels, final costs ignored, initial
+probabilities from ``den_graph.initial_probs``). The sequences may differ in length
+(``lengths``, the rest of the (B, T) outputs being padding): from its last frame on, a
+sequence keeps its alphas and adds no scale in the forward, and keeps its final betas and gets
+no posteriors in the backward; each sequence's figures are those of it alone. In probability space
 with rescaling, as Kaldi: outputs are clamped to [-30, 30] and shifted by their per-frame
 maximum (an exact scale, added back to the log-probability; Kaldi does not shift), exponentiated,
 and each frame's alphas are divided by their sum (the arbitrary scale), whose logs add up to
@@ -133,9 +136,11 @@ def _leak_t(b: torch.Tensor, init: torch.Tensor, c: float) -> torch.Tensor:
 
 class _DenLogProb(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, out: torch.Tensor, g: DenGraph, leaky: float):
+    def forward(ctx, out: torch.Tensor, g: DenGraph, leaky: float, live, first_padded: int):
         b, t_len, _ = out.shape
         x = out.detach().to(g.prob.dtype).clamp(-30.0, 30.0)
+        if live is not None:  # padded frames: 0 (finite, no shift, never used)
+            x = torch.where(live.t().unsqueeze(2), x, 0.0)
         shift = x.max(2, keepdim=True).values
         e = torch.exp(x - shift).permute(1, 2, 0).contiguous()  # (T, P, B)
         k = len(g.entry_dst)
@@ -145,50 +150,89 @@ class _DenLogProb(torch.autograd.Function):
         logp = shift.sum((1, 2))
         a = _leak(g.init.unsqueeze(1).expand(-1, b).clone(), g.init, leaky)
         for t in range(t_len):
+            padded = t >= first_padded  # some sequence has ended: keep its alphas
             y = torch.mm(g.w, a, out=ys[t])
+            dest = x.new_empty(g.num_states, b) if padded else nxt  # a may be nxt
             torch.index_select(e[t], 0, g.entry_pdf, out=e_k)
             if g.entries_are_states:
-                torch.mul(y, e_k, out=nxt)
+                torch.mul(y, e_k, out=dest)
             else:
-                nxt.zero_().index_add_(0, g.entry_dst, e_k.mul_(y))
-            s = nxt.sum(0)
-            logp += torch.log(s)
-            a = _leak(nxt.div_(s), g.init, leaky)
+                dest.zero_().index_add_(0, g.entry_dst, e_k.mul_(y))
+            s = dest.sum(0)
+            if padded:
+                s.masked_fill_(~live[t], 1.0)
+                logp += torch.log(s)
+                a = torch.where(live[t], _leak(dest.div_(s), g.init, leaky), a)
+            else:
+                logp += torch.log(s)
+                a = _leak(dest.div_(s), g.init, leaky)
         logp += torch.log(a.sum(0))
         ctx.save_for_backward(ys, e)
         ctx.g, ctx.leaky, ctx.out_dtype = g, leaky, out.dtype
+        ctx.live, ctx.first_padded = live, first_padded
         return logp.to(out.dtype)
 
     @staticmethod
     def backward(ctx, grad_logp):
         ys, e = ctx.saved_tensors
-        g, leaky = ctx.g, ctx.leaky
+        g, leaky, live = ctx.g, ctx.leaky, ctx.live
         t_len, k, b = ys.shape
         post = e.new_zeros(t_len, g.num_pdfs, b)
         z, occ = e.new_empty(k, b), e.new_empty(k, b)
         beta = _leak_t(e.new_ones(g.num_states, b), g.init, leaky)  # beta of frame T
         nb = e.new_empty(g.num_states, b)
         for t in range(t_len - 1, -1, -1):
+            padded = t >= ctx.first_padded  # an ended sequence keeps its final beta
             torch.index_select(e[t], 0, g.entry_pdf, out=z)
             z.mul_(beta if g.entries_are_states else beta.index_select(0, g.entry_dst))
             torch.mul(ys[t], z, out=occ)
-            post[t].index_add_(0, g.entry_pdf, occ.div_(occ.sum(0)))
-            beta = _leak_t(torch.mm(g.w_t, z, out=nb), g.init, leaky)
-            beta.div_(beta.sum(0))
+            occ.div_(occ.sum(0))
+            if padded:
+                occ.masked_fill_(~live[t], 0.0)
+            post[t].index_add_(0, g.entry_pdf, occ)
+            new = _leak_t(torch.mm(g.w_t, z, out=e.new_empty(g.num_states, b) if padded
+                                   else nb), g.init, leaky)
+            new.div_(new.sum(0))
+            beta = torch.where(live[t], new, beta) if padded else new
         grad = post.permute(2, 0, 1) * grad_logp.to(post.dtype).view(b, 1, 1)
-        return grad.to(ctx.out_dtype), None, None
+        return grad.to(ctx.out_dtype), None, None, None, None
+
+
+def check_lengths(lengths, nnet_output: torch.Tensor, what: str):
+    """``lengths`` (B,) as a long tensor on the outputs' device, checked to lie in 1..T, and
+    the first frame some sequence does not reach (T where none is padded); (None, T) for
+    None."""
+    b, t_len = nnet_output.shape[:2]
+    if lengths is None:
+        return None, t_len
+    lengths = torch.as_tensor(lengths, device=nnet_output.device).long()
+    if lengths.shape != (b,):
+        raise FormatError(f"{what}: lengths of shape {tuple(lengths.shape)} for {b} "
+                          f"sequences")
+    lo, hi = (int(v) for v in torch.aminmax(lengths)) if b else (t_len, t_len)
+    if lo < 1 or hi > t_len:
+        raise FormatError(f"{what}: sequence lengths must be in 1..{t_len} (the output "
+                          f"frames), got {lo}..{hi}")
+    return lengths, lo
 
 
 def den_log_prob(nnet_output: torch.Tensor, graph: DenGraph,
-                 leaky_hmm_coefficient: float = 0.1) -> torch.Tensor:
+                 leaky_hmm_coefficient: float = 0.1, lengths=None) -> torch.Tensor:
     """Per sequence, the log-probability of ``nnet_output`` (B, T, num_pdfs; log-domain
     scores, e.g. a network's chain output) under the den graph, differentiable (the gradient
-    is the den posteriors)."""
+    is the den posteriors). ``lengths`` (B,): each sequence's frames (the rest is padding,
+    never read, with zero gradient); None: all T."""
     if nnet_output.dim() != 3 or nnet_output.shape[2] != graph.num_pdfs:
         raise FormatError(f"den_log_prob: expected (B, T, {graph.num_pdfs}) outputs, got "
                           f"{tuple(nnet_output.shape)}")
     if nnet_output.shape[1] == 0:
         raise FormatError("den_log_prob: sequences of 0 frames")
+    lengths, first_padded = check_lengths(lengths, nnet_output, "den_log_prob")
+    live = None
+    if first_padded < nnet_output.shape[1]:  # (T, B): frame t of sequence b is real
+        live = torch.arange(nnet_output.shape[1], device=nnet_output.device
+                            ).unsqueeze(1) < lengths
     dtype = torch.float64 if nnet_output.dtype == torch.float64 else torch.float32
     g = graph.converted(nnet_output.device, dtype)
-    return _DenLogProb.apply(nnet_output, g, float(leaky_hmm_coefficient))
+    return _DenLogProb.apply(nnet_output, g, float(leaky_hmm_coefficient), live,
+                             first_padded)

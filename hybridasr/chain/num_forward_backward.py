@@ -1,7 +1,9 @@
 """The numerator of LF-MMI: per-sequence supervision graphs (epsilon-free acceptors of pdf-id
 + 1 with costs, a start state and final costs, as Kaldi's chain supervision FSTs), batched
 as one block-diagonal graph, forward in log space (scatter log-sum-exp per frame) with
-autograd for the gradient (the numerator posteriors). Sequences have equal length T.
+autograd for the gradient (the numerator posteriors). The sequences of a batch may differ in
+length: each ends at its own last frame (``lengths``), the rest of the (B, T) outputs being
+padding.
 
 ``alignment_graph`` makes the simplest numerator: the linear acceptor of a pdf alignment
 (one path); any per-utterance graph (e.g. a training graph mapped to pdf-id + 1 with its
@@ -83,19 +85,30 @@ def _scatter_logsumexp(values: torch.Tensor, index: torch.Tensor, size: int) -> 
                        values.new_full((size,), -float("inf")))
 
 
-def num_log_prob(nnet_output: torch.Tensor, graphs: NumGraphs) -> torch.Tensor:
+def num_log_prob(nnet_output: torch.Tensor, graphs: NumGraphs, lengths=None) -> torch.Tensor:
     """Per sequence, log of the sum over the graph's paths of
     ``exp(sum_t output[t, pdf_t] + path log-probability + final)``; -inf where no path has
-    T frames. Differentiable by autograd (the gradient is the numerator posteriors)."""
+    as many frames as the sequence. ``lengths`` (B,): each sequence's frames (from its last
+    frame on its states keep their alphas; the padding is never read and gets zero
+    gradient); None: all T. Differentiable by autograd (the gradient is the numerator
+    posteriors)."""
+    from hybridasr.chain.den_forward_backward import check_lengths
+
     b, t_len, num_pdfs = nnet_output.shape
     if b != graphs.num_seqs:
         raise FormatError(f"num_log_prob: {b} output sequences, {graphs.num_seqs} graphs")
+    lengths, first_padded = check_lengths(lengths, nnet_output, "num_log_prob")
+    if first_padded < t_len:  # frames each arc and state of the batch has
+        arc_len, state_len = lengths[graphs.seq], lengths[graphs.state_seq]
     x = nnet_output.clamp(-30.0, 30.0)
     alpha = x.new_full((graphs.num_states,), -float("inf"))
     alpha = alpha.index_fill(0, graphs.start, 0.0)
     flat = x.reshape(b * t_len, num_pdfs)
     for t in range(t_len):
         emit = flat[graphs.seq * t_len + t, graphs.pdf]
+        if t >= first_padded:
+            emit = torch.where(arc_len > t, emit, 0.0)
         v = alpha[graphs.src] + graphs.logprob.to(x.dtype) + emit
-        alpha = _scatter_logsumexp(v, graphs.dst, graphs.num_states)
+        new = _scatter_logsumexp(v, graphs.dst, graphs.num_states)
+        alpha = torch.where(state_len > t, new, alpha) if t >= first_padded else new
     return _scatter_logsumexp(alpha + graphs.final.to(x.dtype), graphs.state_seq, b)

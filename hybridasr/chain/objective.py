@@ -10,7 +10,8 @@
   constants there (gradients flow only into the xent output), as in Kaldi.
 
 ``chain_loss`` returns the negated total (to minimise; sum over frames, as Kaldi's
-derivatives) and the per-frame figures Kaldi logs."""
+derivatives) and the per-frame figures Kaldi logs. Its sequences may differ in length
+(``lengths``): every term counts only each sequence's own frames."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,11 +46,13 @@ class ChainLoss:
     frames: int
 
 
-def num_posteriors(nnet_output: torch.Tensor, graphs: NumGraphs) -> torch.Tensor:
-    """The numerator posteriors (B, T, P) (the gradient of ``num_log_prob``'s sum)."""
+def num_posteriors(nnet_output: torch.Tensor, graphs: NumGraphs,
+                   lengths=None) -> torch.Tensor:
+    """The numerator posteriors (B, T, P) (the gradient of ``num_log_prob``'s sum; zero on
+    the padding past ``lengths``)."""
     x = nnet_output.detach().requires_grad_(True)
     with torch.enable_grad():
-        lp = num_log_prob(x, graphs)
+        lp = num_log_prob(x, graphs, lengths)
         (grad,) = torch.autograd.grad(lp.sum(), x)
     return grad
 
@@ -57,24 +60,35 @@ def num_posteriors(nnet_output: torch.Tensor, graphs: NumGraphs) -> torch.Tensor
 def chain_loss(nnet_output: torch.Tensor, den: DenGraph, num: NumGraphs,
                xent_output: Optional[torch.Tensor] = None,
                opts: ChainObjectiveOptions = ChainObjectiveOptions(),
-               weights: Optional[torch.Tensor] = None) -> ChainLoss:
+               weights: Optional[torch.Tensor] = None, lengths=None) -> ChainLoss:
     """``nnet_output``: (B, T, P) chain output (no softmax); ``xent_output``: (B, T, P) raw
-    scores of the xent output (log-softmax applied here) or None."""
+    scores of the xent output (log-softmax applied here) or None; ``lengths`` (B,): each
+    sequence's frames (the rest is padding: not counted, zero gradient), None: all T."""
     b, t_len, _ = nnet_output.shape
-    frames = b * t_len
+    live = None  # (B, T, 1): frame t of sequence b is real
+    if lengths is None:
+        frames = b * t_len
+    else:
+        lengths = torch.as_tensor(lengths, device=nnet_output.device).long()
+        frames = int(lengths.sum())
+        live = (torch.arange(t_len, device=nnet_output.device) < lengths.view(-1, 1)
+                ).unsqueeze(2)
     w = torch.ones(b, dtype=nnet_output.dtype, device=nnet_output.device) \
         if weights is None else weights.to(nnet_output)
-    num_lp = num_log_prob(nnet_output, num)
-    den_lp = den_log_prob(nnet_output, den, opts.leaky_hmm_coefficient)
+    num_lp = num_log_prob(nnet_output, num, lengths)
+    den_lp = den_log_prob(nnet_output, den, opts.leaky_hmm_coefficient, lengths)
     objf = (w * (num_lp - den_lp)).sum()
     total = objf
     l2 = nnet_output.new_zeros(())
     if opts.l2_regularize:
-        l2 = -0.5 * opts.l2_regularize * (w.view(b, 1, 1) * nnet_output ** 2).sum()
+        out = nnet_output if live is None else torch.where(live, nnet_output, 0.0)
+        l2 = -0.5 * opts.l2_regularize * (w.view(b, 1, 1) * out ** 2).sum()
         total = total + l2
     xent = nnet_output.new_zeros(())
     if xent_output is not None:
-        post = num_posteriors(nnet_output, num) * w.view(b, 1, 1)
+        post = num_posteriors(nnet_output, num, lengths) * w.view(b, 1, 1)
+        if live is not None:  # the padding never read (nor given a gradient)
+            xent_output = torch.where(live, xent_output, 0.0)
         xent = (post * torch.log_softmax(xent_output, dim=2)).sum()
         total = total + opts.xent_regularize * xent
     return ChainLoss(-total, num_lp.detach(), den_lp.detach(), float(objf.detach()) / frames,

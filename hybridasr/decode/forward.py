@@ -21,7 +21,7 @@ import torch
 from hybridasr.data.chunking import parse_chunking
 from hybridasr.decode.loglikes import PriorOptions, scaled_loglikes
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.models.device import DeviceOptions, resolve_device
+from hybridasr.device import DeviceOptions, resolve_device
 from hybridasr.options import option
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,10 @@ weight (``lattice-scale --inv-acoustic-scale=LMWT | lattice-best-path``, as scor
 the C++ lattice decoder the 1-best decoder gives the words at the decoding's acoustic scale
 and no CTM.
 
+With an exported model (``export_model.py``: ``model`` the TorchScript module, ``meta`` its
+metadata) the module gives the log-likelihoods of the features after CMVN (transform, network,
+priors inside it), and nothing of ``hybridasr.models`` is imported.
+
 A recording that cannot be used (not audio, empty, another sample rate than the features'
 where the conf does not allow resampling) is reported naming its file and skipped; the run
 then fails at the end, after the others are written.
@@ -29,7 +33,7 @@ import numpy as np
 import torch
 
 from hybridasr.decode.ctm import CtmWord, ctm_lines, lattice_ctm, read_word_boundary
-from hybridasr.decode.forward import model_logits, to_input_rate
+from hybridasr.decode.export import EXPORT_FORMAT, chain_of, run_exported
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.decode.lattice_best_path import best_path
 from hybridasr.decode.loglikes import scaled_loglikes
@@ -45,6 +49,11 @@ from hybridasr.kaldi.io.table import iter_map_lines
 from hybridasr.options import option
 
 log = logging.getLogger(__name__)
+
+# Kaldi decodes a chain model with --acwt 1.0 --post-decode-acwt 10.0 (scores 10x in the
+# lattice); the same search and lattice at the --acwt 0.1 and LM weights of frame models: its
+# outputs times 10 (decode.sh's --post-decode-acwt, passed to forward.py as --loglike-scale)
+CHAIN_LOGLIKE_SCALE = 10.0
 
 
 @dataclass
@@ -148,6 +157,12 @@ class Transcriber:
         from hybridasr.decode.graph import load_model_and_graph
 
         self.md, self.model, self.opts, self.device = model_dir, model, opts, device
+        self.exported = meta.get("format") == EXPORT_FORMAT
+        if self.exported:
+            self.chain, self.factor = bool(meta.get("chain")), int(
+                meta.get("frame_subsampling_factor") or 1)
+        else:
+            self.chain, self.factor = chain_of(model_dir.path, meta, model)
         self.transform = FeatureTransform.from_dict(meta["transform"])
         self.num_pdfs = int(meta["num_pdfs"])
         feat_dim = model_dir.features.feature_dim
@@ -179,7 +194,9 @@ class Transcriber:
         self.extractor = FeatureExtractor(model_dir.features)
         self.resample = Resampler(model_dir.features)
         self._resample_noted = set()
-        self.frame_shift = model_dir.features.frame_shift / 1000.0
+        # (a chain model's lattice has a frame every ``factor`` input frames)
+        self.frame_shift = model_dir.features.frame_shift / 1000.0 * (self.factor if
+                                                                       self.chain else 1)
         self.lattice_decoder, self.decoder = self._decoders(fst_obj, max_ilabel, fst, want_ctm)
 
     def _decoders(self, fst, max_ilabel, fst_path, want_ctm):
@@ -232,10 +249,20 @@ class Transcriber:
         return feats
 
     def loglikes(self, feats: np.ndarray) -> np.ndarray:
-        x = self.transform(feats, None)  # CMVN done: the transform does the rest
-        logits = model_logits(self.model, x, self.device)
-        ll = scaled_loglikes(logits, self.log_priors, self.opts.prior_scale)
-        return to_input_rate(ll, self.transform, len(feats))
+        """Decoding's log-likelihoods: a frame model's (log-softmax minus scaled log-priors) at
+        the input frame rate; a chain model's outputs as they are, one row per output frame,
+        times ``CHAIN_LOGLIKE_SCALE``."""
+        if self.exported:
+            ll = run_exported(self.model, feats, self.device)
+        else:
+            from hybridasr.decode.forward import model_logits, to_input_rate
+
+            x = self.transform(feats, None)  # CMVN done: the transform does the rest
+            logits = model_logits(self.model, x, self.device)
+            ll = logits if self.chain else to_input_rate(
+                scaled_loglikes(logits, self.log_priors, self.opts.prior_scale),
+                self.transform, len(feats))
+        return ll * CHAIN_LOGLIKE_SCALE if self.chain else ll
 
     def decode(self, key: str, loglikes: np.ndarray) -> Tuple[List[int], Optional[list]]:
         o = self.opts

@@ -19,8 +19,8 @@ The network, Kaldi's names in brackets:
 Batchnorm has no scale and offset (Kaldi's ``BatchNormComponent``); in training its
 statistics count only the real frames (``lengths``). Dropout is Kaldi's tdnnf one
 (``GeneralDropoutComponent continuous=true``): per sequence and dimension, shared over time,
-a scale drawn uniformly from [1 - 2p, 1 + 2p]; ``set_dropout`` sets p (a dropout schedule,
-``dropout_schedule_value``, drives it).
+a scale drawn uniformly from [1 - 2p, 1 + 2p]; ``set_dropout`` sets p (train.py's
+``--dropout-schedule``, ``hybridasr.train.schedules.dropout``, drives it).
 
 Time context and padding: each utterance is extended by copies of its first and last frame
 (``left_context``/``right_context`` input frames, as Kaldi's decoders pad), within its own
@@ -41,7 +41,7 @@ training forward (so after the previous optimiser step), or ``constrain_orthonor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import torch
 from torch import nn
@@ -50,7 +50,7 @@ from hybridasr.errors import ConfigError
 from hybridasr.models.blstm import lengths_or_full
 from hybridasr.options import check, option
 
-__all__ = ["TdnnfOptions", "Tdnnf", "constrain_orthonormal", "dropout_schedule_value"]
+__all__ = ["TdnnfOptions", "Tdnnf", "constrain_orthonormal"]
 
 
 @dataclass
@@ -78,6 +78,21 @@ class TdnnfOptions:
                                              "every n training steps", minimum=1)
     tdnnf_subsampling_factor: int = option(3, "TDNN-F: output every n-th input frame (3 for "
                                               "chain models; 1 for frame targets)", minimum=1)
+    # Kaldi's run_tdnn_1k.sh: l2-regularize=0.03 in the layers, 0.015 in the outputs, under
+    # its natural-gradient SGD; here the optimizer's (coupled) weight decay of those layers
+    tdnnf_l2_regularize: float = option(0.0, "TDNN-F: l2 (weight decay) of the layers before "
+                                             "the outputs (Kaldi's tdnnf l2-regularize, 0.03 "
+                                             "in its SGD recipes)", minimum=0.0)
+    tdnnf_output_l2_regularize: float = option(0.0, "TDNN-F: l2 (weight decay) of the chain "
+                                                    "and xent output branches (Kaldi: 0.015)",
+                                               minimum=0.0)
+    # Kaldi gives output-xent learning-rate-factor 0.5 / xent-regularize: under SGD that undoes
+    # the 0.1 weight on its gradient and leaves half the rate; Adam's steps do not scale with
+    # the gradient, so the same effective rate is a factor of 0.5 here
+    tdnnf_xent_lr_factor: float = option(1.0, "TDNN-F: learning-rate factor of the xent output "
+                                              "layer (Kaldi's effective rate: 0.5 with Adam, "
+                                              "0.5 / --lfmmi-xent-regularize with SGD)",
+                                         above=0.0)
 
     def __post_init__(self):
         check(self)
@@ -101,32 +116,6 @@ def parse_strides(text: str) -> List[int]:
         raise ConfigError(f"--tdnnf-time-strides={text}: expected comma-separated integers "
                           f">= 0 (e.g. 1,1,1,0,3,3)")
     return strides
-
-
-def dropout_schedule_value(schedule: str, fraction: float) -> float:
-    """The dropout proportion of Kaldi's ``--trainer.dropout-schedule`` (e.g.
-    ``0,0@0.20,0.5@0.50,0``: values at fractions of the training data, the first at 0 and the
-    last at 1 unless given, linear in between) after ``fraction`` of the data."""
-    points: List[Tuple[float, float]] = []
-    parts = [p.strip() for p in str(schedule).split(",")]
-    try:
-        for i, p in enumerate(parts):
-            v, _, at = p.partition("@")
-            x = float(at) if at else (0.0 if i == 0 else 1.0 if i == len(parts) - 1 else None)
-            if x is None:
-                raise ValueError(p)
-            points.append((x, float(v)))
-    except ValueError:
-        raise ConfigError(f"dropout schedule {schedule!r}: expected e.g. 0,0@0.20,0.5@0.50,0")
-    if any(b[0] < a[0] for a, b in zip(points, points[1:])):
-        raise ConfigError(f"dropout schedule {schedule!r}: fractions must not decrease")
-    f = min(max(float(fraction), 0.0), 1.0)
-    if f <= points[0][0]:
-        return points[0][1]
-    for (x0, v0), (x1, v1) in zip(points, points[1:]):
-        if f <= x1:
-            return v1 if x1 == x0 else v0 + (v1 - v0) * (f - x0) / (x1 - x0)
-    return points[-1][1]
 
 
 @torch.no_grad()
@@ -236,6 +225,9 @@ class _Prefinal(nn.Module):
 
 class Tdnnf(nn.Module):
     Options = TdnnfOptions  # its options (--tdnnf-dim, ...)
+    # options that shape no parameter: an --init-model may have trained with other values
+    training_only_options = ("tdnnf_dropout", "tdnnf_l2_regularize",
+                             "tdnnf_output_l2_regularize", "tdnnf_xent_lr_factor")
     recurrent = True  # uses the context of the sequence (left_context/right_context frames)
     carries_state = False
 
@@ -243,7 +235,8 @@ class Tdnnf(nn.Module):
                  tdnnf_bottleneck_dim: int, tdnnf_time_strides: str, tdnnf_prefinal_dim: int,
                  tdnnf_bypass_scale: float, tdnnf_dropout: float,
                  tdnnf_orthonormal_constraint: float, tdnnf_orthonormal_every: int,
-                 tdnnf_subsampling_factor: int):
+                 tdnnf_subsampling_factor: int, tdnnf_l2_regularize: float = 0.0,
+                 tdnnf_output_l2_regularize: float = 0.0, tdnnf_xent_lr_factor: float = 1.0):
         super().__init__()
         strides, f = parse_strides(tdnnf_time_strides), int(tdnnf_subsampling_factor)
         # the first layer from which the model runs at the output rate
@@ -265,6 +258,8 @@ class Tdnnf(nn.Module):
         self.orthonormal_constraint = float(tdnnf_orthonormal_constraint)
         self.orthonormal_every = int(tdnnf_orthonormal_every)
         self.training_steps = 0
+        self.l2 = (float(tdnnf_l2_regularize), float(tdnnf_output_l2_regularize))
+        self.xent_lr_factor = float(tdnnf_xent_lr_factor)
 
     def _step(self, block: int) -> int:
         """Input frames per position at ``block`` (tdnn1 is block 0, TDNN-F layer i is i+1)."""
@@ -278,6 +273,21 @@ class Tdnnf(nn.Module):
         if self.orthonormal_constraint:
             for w in self.semi_orthogonal_weights():
                 constrain_orthonormal(w, self.orthonormal_constraint)
+
+    def param_groups(self) -> List[dict]:
+        """The optimizer's groups (``hybridasr.train.optimizer``): the layers up to prefinal-l
+        at ``--tdnnf-l2-regularize``, the chain branch and the xent branch at
+        ``--tdnnf-output-l2-regularize``, the xent output layer at ``--tdnnf-xent-lr-factor``
+        (Kaldi's per-layer l2-regularize and learning-rate-factor)."""
+        layers, outputs = self.l2
+        xent_out = list(self.xent.output.parameters())
+        ids = {id(p) for p in xent_out}
+        return [
+            {"params": list(self.blocks.parameters()) + list(self.prefinal_l.parameters()),
+             "weight_decay": layers},
+            {"params": list(self.chain.parameters()) +
+             [p for p in self.xent.parameters() if id(p) not in ids], "weight_decay": outputs},
+            {"params": xent_out, "weight_decay": outputs, "lr_factor": self.xent_lr_factor}]
 
     def set_dropout(self, p: float) -> None:
         """The dropout proportion of every layer (a dropout schedule's hook)."""

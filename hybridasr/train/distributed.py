@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from hybridasr.errors import ConfigError, FormatError, HybridAsrError
-from hybridasr.models.device import resolve_device
+from hybridasr.device import resolve_device
 
 log = logging.getLogger(__name__)
 

@@ -31,11 +31,12 @@ ones: what decoding needs) and ``frame_subsampling_factor``, as Kaldi's chain di
 
 Batches: whole utterances, or ``--chunking=size:step`` chunks whose starts are multiples of
 the factor (the supervision is cut to each chunk's output frames, as Kaldi's
-``SupervisionSplitter``); the rows of one output length are one forward-backward (the den and
-num computations take sequences of equal length). Reported (``metrics.jsonl``, newbob's cv
-loss): minus Kaldi's ``log-probability for 'output'`` (the chain objective plus the l2 term)
-per output frame; ``cv_fer``: the output frames whose chain-output argmax is not the
-numerator's likeliest pdf (cross-validation only; 0 in training).
+``SupervisionSplitter``); a batch is one forward-backward, its rows of different output
+lengths padded to the longest (each row's figures are those of it alone). Reported
+(``metrics.jsonl``, newbob's cv loss): minus Kaldi's ``log-probability for 'output'`` (the
+chain objective plus the l2 term) per output frame; ``cv_fer``: the output frames whose
+chain-output argmax is not the numerator's likeliest pdf (cross-validation only; 0 in
+training).
 """
 from __future__ import annotations
 
@@ -339,7 +340,7 @@ class LfMmiObjective(Objective):
                               f"frames; --lfmmi-frame-subsampling-factor={f} expects "
                               f"{-(-t_in // f)}")
         lengths = batch.lengths.tolist()
-        groups: Dict[int, List[Tuple[int, object]]] = {}
+        rows: List[Tuple[int, int, object]] = []  # (row, output frames, numerator graph)
         for i, key in enumerate(batch.keys):
             if not key or not lengths[i]:
                 continue
@@ -349,24 +350,27 @@ class LfMmiObjective(Objective):
                                   f"--objective=lfmmi needs chunk starts at multiples of "
                                   f"{f} (a --chunking step that is)")
             n = -(-lengths[i] // f)
-            groups.setdefault(n, []).append((i, self._graph(key, start // f, n)))
+            rows.append((i, n, self._graph(key, start // f, n)))
         dev = chain.device
         loss = torch.zeros((), dtype=torch.float32, device=dev)
         reported = torch.zeros((), dtype=torch.float64, device=dev)
         errors = torch.zeros((), dtype=torch.int64, device=dev)
-        frames = 0
-        for n, rows in sorted(groups.items()):
-            idx = torch.as_tensor([i for i, _ in rows], dtype=torch.long, device=dev)
-            out = chain.index_select(0, idx)[:, :n].float()
-            xo = None if xent is None else xent.index_select(0, idx)[:, :n].float()
-            num = NumGraphs.from_fsts([g for _, g in rows], out.shape[2], device=dev)
-            res = chain_loss(out, self.den, num, xo, self.chain_opts)
-            loss = loss + res.loss
-            reported += -(res.objf + res.l2_term) * res.frames
-            frames += res.frames
-            if not torch.is_grad_enabled():
-                best = num_posteriors(out, num).argmax(-1)
-                errors += (out.argmax(-1) != best).sum()
+        if not rows:
+            return loss, reported, errors, 0
+        n = max(r[1] for r in rows)
+        idx = torch.as_tensor([i for i, _, _ in rows], dtype=torch.long, device=dev)
+        out_len = torch.as_tensor([m for _, m, _ in rows], dtype=torch.long, device=dev)
+        out = chain.index_select(0, idx)[:, :n].float()
+        xo = None if xent is None else xent.index_select(0, idx)[:, :n].float()
+        num = NumGraphs.from_fsts([g for _, _, g in rows], out.shape[2], device=dev)
+        res = chain_loss(out, self.den, num, xo, self.chain_opts, lengths=out_len)
+        loss = loss + res.loss
+        reported += -(res.objf + res.l2_term) * res.frames
+        frames = res.frames
+        if not torch.is_grad_enabled():
+            best = num_posteriors(out, num, out_len).argmax(-1)
+            live = torch.arange(n, device=dev) < out_len.unsqueeze(1)
+            errors += ((out.argmax(-1) != best) & live).sum()
         return loss, reported, errors, frames
 
 

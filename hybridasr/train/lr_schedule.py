@@ -2,10 +2,11 @@
 
 The schedules live in ``hybridasr.train.schedules`` (each module says its rules): ``newbob``
 (Kaldi nnet1's), ``newbob_rel``, ``newbob_abs``, ``newbob_multi_epoch`` (RETURNN's),
-``constant`` and ``plateau``. ``SCHEDULES`` is their registry (``hybridasr.registry``): one
-line per schedule. Each declares its options (``Options``); ``schedule_options()`` is all of
-them once, for the command line and the ``--schedule-config`` files (``SCHEDULE_CONFIG``),
-and ``lr_schedule_from_args`` builds the chosen schedule from parsed options.
+``constant``, ``plateau`` and ``exponential`` (Kaldi's chain schedule). ``SCHEDULES`` is
+their registry (``hybridasr.registry``): one line per schedule. Each declares its options
+(``Options``); ``schedule_options()`` is all of them once, for the command line and the
+``--schedule-config`` files (``SCHEDULE_CONFIG``), and ``lr_schedule_from_args`` builds the
+chosen schedule from parsed options.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hybridasr.options import OptionSpec, option
 from hybridasr.registry import Registry
 from hybridasr.train.schedules.base import (Constant, EpochDecision,  # noqa: F401
                                             LrSchedule, ScheduleOptions)
+from hybridasr.train.schedules.exponential import Exponential
 from hybridasr.train.schedules.newbob import Newbob
 from hybridasr.train.schedules.plateau import Plateau
 from hybridasr.train.schedules.returnn import NewbobAbs, NewbobMultiEpoch, NewbobRelative
@@ -28,6 +30,7 @@ SCHEDULES.add("newbob_abs", NewbobAbs)
 SCHEDULES.add("newbob_multi_epoch", NewbobMultiEpoch)
 SCHEDULES.add("constant", Constant)
 SCHEDULES.add("plateau", Plateau)
+SCHEDULES.add("exponential", Exponential)
 # the config-file option of these options (``parser.add_config_file_option(*SCHEDULE_CONFIG)``)
 SCHEDULE_CONFIG = ("--schedule-config", "config file of learning-rate schedule options (e.g. "
                    "conf/schedule/newbob.conf); read after --config, the command line wins")

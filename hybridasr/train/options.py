@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridasr.models.device import DeviceOptions
+from hybridasr.device import DeviceOptions
 from hybridasr.train.objectives import ObjectiveOptions
 from hybridasr.options import check, from_values, option
+from hybridasr.train.schedules.dropout import dropout_schedule_value
 
 
 @dataclass
@@ -15,6 +16,10 @@ class TrainConfig(ObjectiveOptions, DeviceOptions):
     optimizer: str = option("adam", "adam | sgd (with --momentum)", choices=("adam", "sgd"))
     momentum: float = option(0.9, "SGD momentum")
     weight_decay: float = option(0.0, "L2 weight decay")
+    dropout_schedule: str = option("", "Kaldi's --trainer.dropout-schedule, e.g. "
+                                       "0,0@0.20,0.5@0.50,0: the model's dropout proportion "
+                                       "over the training (epoch e of --max-iters at "
+                                       "(e - 0.5) / max-iters); empty: the model's own")
     clip_grad_norm: float = option(0.0, "clip the gradient norm to this (0: no clipping)",
                                    minimum=0)
     amp: str = option("none", "none | bf16 (mixed precision on the GPU)",
@@ -54,6 +59,8 @@ class TrainConfig(ObjectiveOptions, DeviceOptions):
 
     def __post_init__(self):
         check(self)  # ConfigError naming the option (choices, minimum)
+        if self.dropout_schedule:
+            dropout_schedule_value(self.dropout_schedule, 0.0)  # its format, before training
 
 
 def train_config_from_args(args) -> TrainConfig:

@@ -35,6 +35,7 @@ from typing import Optional
 import torch
 
 from hybridasr.errors import ConfigError, FormatError
+from hybridasr.train.optimizer import set_learning_rate
 from hybridasr.utils.atomic import atomic_open, atomic_path, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -207,8 +208,7 @@ def resume(exp_dir: str, model, optimizer, epoch: int, start_model: str, plan: d
         return None
     model.load_state_dict(st["model"])
     optimizer.load_state_dict(st["optimizer"])
-    for g in optimizer.param_groups:
-        g["lr"] = lr
+    set_learning_rate(optimizer, lr)
     stats = {k: st["stats"][k] for k in STATS_FIELDS}
     log.info("epoch %d: resumed at batch %d of %d from %s", epoch, stats["batches"],
              plan["num_batches"], st["pointer"])

@@ -22,6 +22,7 @@ from hybridasr.errors import ConfigError, FormatError
 from hybridasr.features.transform import FeatureTransform
 from hybridasr.train import checkpoint as ckpt
 from hybridasr.train import partial
+from hybridasr.train.schedules.dropout import apply_dropout_schedule
 from hybridasr.train.distributed import (DistInfo, ParameterAverager, barrier,
                                          broadcast_parameters, init_distributed, shutdown,
                                          stop_on_lost_peer)
@@ -29,6 +30,7 @@ from hybridasr.train.objectives import (check_objective, make_objective, objecti
                                         read_objective_data)
 from hybridasr.train.loop import EpochStats, run_epoch
 from hybridasr.train.metrics import plot_curves, write_metrics
+from hybridasr.train.optimizer import make_optimizer, set_learning_rate
 from hybridasr.train.options import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -41,17 +43,6 @@ class TrainInputs:
     ali_tr: str   # an imported alignment dir (targets.scp, num_pdfs): steps/import_ali.sh
     ali_cv: str
     exp_dir: str
-
-
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, lr: float):
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=cfg.momentum,
-                               weight_decay=cfg.weight_decay)
-    try:  # the fused kernel removes most of Adam's per-parameter overhead (CPU and GPU)
-        return torch.optim.Adam(params, lr=lr, weight_decay=cfg.weight_decay, fused=True)
-    except (RuntimeError, TypeError):
-        return torch.optim.Adam(params, lr=lr, weight_decay=cfg.weight_decay)
 
 
 def cv_config(dcfg: DataConfig) -> DataConfig:
@@ -134,13 +125,15 @@ class Trainer:
 
     def _init_from(self, model, path: str) -> None:
         """``model`` takes the weights of the model file ``path`` (``--init-model``)."""
-        from hybridasr.models import load_model, normalize_config
+        from hybridasr.models import load_model, model_class, normalize_config
 
         init, meta = load_model(path, self.dev)
-        # dropout shapes no parameter: a model may go on training with another rate (e.g.
-        # sequence training without it)
+        # dropout (and a model's other training-only options) shapes no parameter: a model may
+        # go on training with another rate (e.g. sequence training without it)
+        free = {"dropout", *getattr(model_class(self.mcfg["model"]), "training_only_options",
+                                    ())}
         shape = lambda c: {k: v for k, v in normalize_config(c).items()  # noqa: E731
-                           if k != "dropout"}
+                           if k not in free}
         if shape(meta["model_config"]) != shape(self.mcfg):
             raise ConfigError(f"--init-model={path} is a {meta['model_config']} model; this "
                               f"training builds {self.mcfg}: use the same model config")
@@ -299,10 +292,15 @@ class Trainer:
         optimizer = make_optimizer(model, self.tcfg, lr)
         ckpt.load_optimizer(ckpt.optimizer_path(self.exp, state["best_epoch"]), optimizer,
                             self.dev)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
+        set_learning_rate(optimizer, lr)
         torch.manual_seed(self.dcfg.seed * 1000 + epoch)
         log.info("epoch %d: learning rate %g, from %s", epoch, lr, state["best"])
+        dropout = None
+        if self.tcfg.dropout_schedule:
+            dropout = apply_dropout_schedule(model, self.tcfg.dropout_schedule, epoch,
+                                             self.schedule.max_iters)
+            log.info("epoch %d: dropout %g (--dropout-schedule=%s)", epoch, dropout,
+                     self.tcfg.dropout_schedule)
         tr = self.train_epoch(model, optimizer, epoch, average=ckpt.load_average(
             ckpt.average_path(self.exp, state["best_epoch"]), self.dev),
             start_model=state["best"])
@@ -312,6 +310,8 @@ class Trainer:
                "padding_ratio": tr.extra.get("padding_ratio"),
                "real_padding_ratio": tr.padded_frames / tr.frames if tr.frames else None,
                "batches": tr.batches, "seconds": tr.seconds, "world_size": self.info.world_size}
+        if dropout is not None:
+            rec["dropout"] = dropout
         if tr.diverged:
             decision = self.schedule.diverged(epoch)
             rec.update(cv_loss=float("nan"), cv_fer=float("nan"), accepted=False,

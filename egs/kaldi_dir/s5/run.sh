@@ -2,7 +2,8 @@
 # The any-Kaldi-dir recipe: a hybrid BLSTM/HMM acoustic model on top of an existing Kaldi s5 dir
 # (--kaldi-dir, only read); everything is written under the recipe dir's data/ exp/ mfcc/ fbank/.
 # Optional systems, each a script of its own (run alone too): local/run_realign.sh,
-# local/run_sequence.sh, local/run_ctc.sh. Corpus recipes: egs/digits/s5/run.sh. docs/design.md.
+# local/run_sequence.sh, local/run_ctc.sh, local/chain/run_tdnn.sh. Corpus recipes:
+# egs/digits/s5/run.sh. docs/design.md.
 # Stages: 0 check the Kaldi dir, copy its data dirs; 1 features; 2 alignments (or a flat start)
 # and the train/cv split; 3 train; 4 decode and score; 5 summary. Each skips what is done.
 set -euo pipefail
@@ -73,6 +74,10 @@ ctc_acwt=1.0         # acoustic scale of the TLG decoding
 ctc_decode_opts="--lattice-beam 5"  # more steps/nnet/decode.sh options of the TLG decoding
 ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's scoring
 ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
+# the chain (LF-MMI TDNN-F) model beside the hybrid one (local/chain/run_tdnn.sh): exp/chain/tdnn
+chain=false          # on the hybrid's lang dir and alignment (GMM's, or --ali none's flat start)
+chain_opts=          # more local/chain/run_tdnn.sh options, e.g. "--num-leaves 500 --batching-config X"
+chain_train_opts=    # its train.py options (after --train-opts)
 # End configuration section.
 
 help_message="Usage: $0 [options]   (each option is a variable of the configuration section
@@ -193,6 +198,10 @@ if run_stage 2; then
   [ "$speed_perturb" == true ] && $localdir/speed_perturb.sh --stage 1 --nj $nj
 fi
 
+chain_ali=$kaldi_dir/$ali  # (the hybrid's alignment: the GMM's, or the flat start's of its CD tree)
+[ $gmm == true ] || { chain_ali=exp/flat/ali_final; [ $num_leaves -gt 0 ] && chain_ali=exp/tri_ali; }
+chain_args=("${dec[@]}" --lang-test "$lang_test" --train-opts "$train_opts${chain_train_opts:+ $chain_train_opts}"
+  $chain_opts "$lang_dir" "$chain_ali" exp/chain/tdnn)
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
   # (changed schedule options are notes: a resumed training applies them by itself)
@@ -219,6 +228,7 @@ if run_stage 3; then
       --model-config $ctc_model_config --train-config $ctc_train_config --batching-config \
       $batching_config --schedule-config $schedule_config --train-opts "$train_opts" $lang_test ${dir}_ctc
   fi
+  [ $chain == true ] && $localdir/chain/run_tdnn.sh --stop-stage 1 "${chain_args[@]}"
 fi
 
 last=$dir; [ $realign_iters -gt 0 ] && last=${dir}_re$realign_iters  # (sequence training's start)
@@ -240,7 +250,8 @@ if run_stage 4; then
     realign_iters=$realign_iters seq_epochs=$seq_epochs ctc=$ctc $dir/final.nnet \
     $([ $gmm == true ] && echo "$graph_dir") $(printf "data/%s/feats.scp " $decode_sets)
   if [ $stage_status != done ]; then  # a WER of a decode or scoring killed midway: made again
-    for d in $dir ${dir}_re* ${dir}_smbr ${dir}_mmi ${dir}_ctc exp/flat/nnet*; do rm -f $d/decode_*/wer_*; done
+    for d in $dir ${dir}_re* ${dir}_smbr ${dir}_mmi ${dir}_ctc exp/chain/tdnn exp/flat/nnet*; do
+      rm -f $d/decode_*/wer_*; done
   fi
   if [ $gmm == false ]; then  # the graphs of the flat-start monophone model and of the network
     make_graph $lang_test exp/flat/mono exp/flat/mono/graph
@@ -253,6 +264,7 @@ if run_stage 4; then
   [ $realign_iters -gt 0 ] && $localdir/run_realign.sh --stop-stage 0 "${realign[@]}" "$lang_dir" "$graph_dir" $dir
   [ "$(seq_epochs_now)" -gt 0 ] && $localdir/run_sequence.sh --stop-stage 0 "${sequence[@]}" "$lang_dir" "$graph_dir" $last $dir
   [ $ctc == true ] && $localdir/run_ctc.sh --stage 1 --stop-stage 1 "${ctc_opts[@]}" $lang_test ${dir}_ctc
+  [ $chain == true ] && $localdir/chain/run_tdnn.sh --stage 2 --stop-stage 2 "${chain_args[@]}"
   stage_finish $dir/stage4.json
 fi
 
@@ -279,5 +291,7 @@ if run_stage 5; then  # (no record: it sums up what is there, every time)
   [ $realign_iters -gt 0 ] && $localdir/run_realign.sh "${summary[@]}" "${realign[@]}" "$lang_dir" "$graph_dir" $dir
   [ "$(seq_epochs_now)" -gt 0 ] && $localdir/run_sequence.sh "${summary[@]}" "${sequence[@]}" "$lang_dir" "$graph_dir" $last $dir
   [ $ctc == true ] && $localdir/run_ctc.sh --stage 2 "${ctc_opts[@]}" $lang_test ${dir}_ctc
+  [ $chain == true ] && $localdir/chain/run_tdnn.sh --stage 3 --hybrid-dir $dir \
+    --gmm-decode-dir "$gmm_decode_dir" "${chain_args[@]}"
 fi
 echo "$0: done in $(( $(date +%s) - start_time )) s"

@@ -6,6 +6,7 @@ by ``--lr-schedule`` and registers their options.
 - ``newbob``: Kaldi nnet1's ``train_scheduler.sh`` rules.
 - ``returnn``: RETURNN's ``newbob_rel``, ``newbob_abs`` and ``newbob_multi_epoch``.
 - ``plateau``: like torch's ReduceLROnPlateau.
+- ``exponential``: Kaldi's chain schedule (fixed epochs, exponentially decaying rate).
 
 A schedule is a ``LrSchedule`` subclass with a ``name`` and an ``Options`` dataclass (its
 ``option()`` fields, the common ``ScheduleOptions`` included), listed in

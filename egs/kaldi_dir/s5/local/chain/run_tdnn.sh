@@ -21,9 +21,10 @@ frame_subsampling_factor=3
 tree_data=data/train         # the tree's statistics (its features and the alignment's utterances)
 data_tr=data/train_tr90      # trained on
 data_cv=data/train_cv10
-model_config=conf/model/tdnnf.conf
+model_config=auto            # auto: conf/model/tdnnf.conf (Kaldi's 1k) from 5 hours of $tree_data
+                             # (mini_librispeech's size) up, conf/model/tdnnf_small.conf below
 batching_config=conf/batching.conf
-schedule_config=conf/schedule.conf
+schedule_config=conf/schedule/chain.conf  # Kaldi's chain schedule: fixed epochs, decay, dropout
 train_opts=                  # more train.py options, e.g. "--max-iters=4 --lfmmi-xent-regularize=0.1"
 nj=2
 device=cpu
@@ -105,6 +106,17 @@ if run_stage 0; then
   fi
 fi
 
+if [ "$model_config" == auto ]; then  # (hours: its utt2num_frames at 10 ms, else utt2dur)
+  if [ -s $tree_data/utt2num_frames ]; then
+    hours=$(awk '{s += $2} END {printf "%.2f", s / 360000}' $tree_data/utt2num_frames)
+  else
+    utils/data/get_utt2dur.sh $tree_data >/dev/null
+    hours=$(awk '{s += $2} END {printf "%.2f", s / 3600}' $tree_data/utt2dur)
+  fi
+  model_config=conf/model/tdnnf.conf
+  awk -v h=$hours 'BEGIN {exit !(h < 5)}' && model_config=conf/model/tdnnf_small.conf
+  echo "$0: --model-config auto: $model_config ($hours h in $tree_data)"
+fi
 if run_stage 1; then
   banner 1 "chain: train $dir (LF-MMI; $model_config, $batching_config, $schedule_config, $device)"
   # (changed train.py options are notes, as run.sh's: a resumed training applies them itself)
@@ -140,6 +152,9 @@ fi
 
 if run_stage 3; then
   leaves=$(json_get.py $tree_dir/tree_report.json num_leaves 2>/dev/null || echo '?')
+  # the model config the network was trained with (its train.conf's command line)
+  trained=$(head -n 1 $dir/train.conf 2>/dev/null | grep -o -- '--model-config=[^ ]*' | cut -d= -f2-)
+  model_config=${trained:-$model_config}
   recipe_summary.py --label "chain model" ${gmm_decode_dir:+--gmm-decode-dir "$gmm_decode_dir"} \
     --model-name "TDNN-F chain model (LF-MMI; $model_config) on the alignments of $ali_dir, $leaves-leaf tree" \
     $dir $(printf "$dir/decode_%s " $decode_sets) | tee $dir/summary.txt
