@@ -257,14 +257,21 @@ def rule_lines() -> List[str]:
         span = f"{low:g} h and more" if bound == float("inf") else f"below {bound:g} h"
         tiers.append(f"`{conf}` {span}")
         low = bound
+    chain_tiers, low = [], 0.0
+    for bound, conf in dd.CHAIN_MODEL_TIERS:
+        span = f"{low:g} h and more" if bound == float("inf") else f"below {bound:g} h"
+        chain_tiers.append(f"`{conf}` {span}")
+        low = bound
     return [
         "## The defaults: chosen from the training data's size", "",
         "With no options, `./run.sh` measures `data/train` after stage 0 (hours of audio, "
         "utterances, speakers, and the cv set stage 2 would hold out: whether training keeps "
-        "its words, and its utterances, words and frames) and chooses four options, printing each with its reason and writing them "
+        "its words, and its utterances, words and frames) and chooses five options, printing "
+        "each with its reason and writing them "
         "to `data/defaults.json` (copied to `exp/<name>/data_defaults.json`; the values "
         "trained with are in `exp/<name>/train.conf`). Each is overridden by giving it "
-        "(`--feat-type`, `--speed-perturb`, `--model-config`, `--schedule-config`); the "
+        "(`--feat-type`, `--speed-perturb`, `--model-config`, `--schedule-config`, "
+        "`--chain-model-config`); the "
         "rule is `hybridasr/recipe/data_defaults.py`.", "",
         "| option | rule | what it rests on |", "| --- | --- | --- |",
         f"| `--feat-type` | `fbank` from {dd.FBANK_MIN_HOURS:g} h of training audio, else "
@@ -286,7 +293,11 @@ def rule_lines() -> List[str]:
         "rejected every epoch; kaldi_tiny_2spk / kaldi_tiny_1spk (cv sets of 2 / 1 "
         "utterances, 6 / 3 words): newbob kept epoch 1, the all-data schedule does better "
         "(below); kaldi_digits (cv: 10 utterances, 10 words) and polish (54, 734) keep "
-        "newbob |", "",
+        "newbob |",
+        "| `--chain-model-config` (the TDNN-F of `--chain true`; `local/chain/run_tdnn.sh "
+        "--model-config auto`) | " + "; ".join(chain_tiers) + " | Kaldi's 1k TDNN-F is "
+        "mini_librispeech's (5 h); on kaldi_digits it trained at about 20 frames/s on one "
+        "core, hours an epoch (docs/chain.md) |", "",
         "Dropout (0.1) and the learning rate stay as the chosen confs set them: dropout 0.3 "
         "was worse on the tiny dirs and did not help polish, and the rate is Adam's for "
         "every tier.", ""]

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """The recipe's defaults chosen from the training data's size (hybridasr/recipe/data_defaults.py):
---feat-type, --speed-perturb, --model-config and --schedule-config, each with its reason."""
+--feat-type, --speed-perturb, --model-config, --schedule-config and --chain-model-config, each
+with its reason."""
+import sys
+
 from hybridasr.cli import add_bool, make_parser, run_main
 
 
@@ -15,16 +18,30 @@ def get_parser():
                     example="choose_defaults.py data/train data/defaults.json")
     add_bool(p, "--use-kaldi-feats", False, "the features are the Kaldi dir's own, not made "
                                             "from the audio (no speed perturbation)")
+    p.add_argument("--get", default="", metavar="CHOICE",
+                   help="print only this choice's value (e.g. chain_model_config), its reason "
+                        "to stderr; <defaults-json> is read where it is current, never written")
     p.add_argument("data")
     p.add_argument("out")
     return p
 
 
 def main(argv=None):
-    from hybridasr.recipe.data_defaults import (choose_for, describe, is_current,
+    from hybridasr.recipe.data_defaults import (CHOICES, choose_for, describe, is_current,
                                                 read_defaults, write_defaults)
 
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    if args.get:
+        if args.get not in CHOICES:
+            parser.error(f"--get={args.get}: not a choice ({', '.join(CHOICES)})")
+        doc = (read_defaults(args.out) if is_current(args.out, args.data, args.use_kaldi_feats)
+               else choose_for(args.data, args.use_kaldi_feats))
+        chosen = doc["chosen"][args.get]
+        print(f"choose_defaults.py: {args.data}: --{args.get.replace('_', '-')} "
+              f"{chosen['value']} ({chosen['why']})", file=sys.stderr)
+        print(chosen["value"])
+        return 0
     if is_current(args.out, args.data, args.use_kaldi_feats):
         doc = read_defaults(args.out)
     else:

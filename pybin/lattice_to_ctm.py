@@ -27,6 +27,9 @@ def get_parser():
                    help="seconds per lattice frame (default: 0.01)")
     p.add_argument("--prune-beam", type=float, default=5.0,
                    help="lattice-prune beam before the posteriors (default: 5.0)")
+    p.add_argument("--confidence-calibration", default="",
+                   help="map the confidences through this calibration (the JSON file "
+                        "train_confidence_calibration.py wrote; default: none)")
     p.add_argument("model")
     p.add_argument("word_boundary")
     p.add_argument("words_txt")
@@ -48,6 +51,12 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     if args.lm_weight <= 0 or args.frame_shift <= 0 or args.prune_beam <= 0:
         raise ConfigError("--lm-weight, --frame-shift and --prune-beam must be positive")
+    cal = None
+    if args.confidence_calibration:
+        from hybridasr.decode.confidence_calibration import (ConfidenceCalibration,
+                                                             calibrate_ctm_text)
+
+        cal = ConfidenceCalibration.load(args.confidence_calibration)
     tm = read_transition_model(args.model)
     boundary = read_word_boundary(args.word_boundary)
     symbols = read_symbol_table(args.words_txt)
@@ -55,7 +64,9 @@ def main(argv=None):
     try:
         done, skipped = lattices_to_ctm(read_lattices(args.lattice_rspecifier), tm, boundary,
                                         symbols, args.lm_weight,
-                                        lambda s: out.write(s.encode("utf-8")),
+                                        lambda s: out.write(
+                                            (calibrate_ctm_text(cal, s) if cal else s)
+                                            .encode("utf-8")),
                                         args.word_ins_penalty, args.frame_shift,
                                         args.prune_beam)
     except BaseException:

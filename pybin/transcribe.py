@@ -28,6 +28,10 @@ def get_parser():
                    help="mfcc|fbank (default: from the conf file's name)")
     p.add_argument("--ctm", default="",
                    help="write a CTM (<id> 1 <start> <dur> <word> <conf>) to this file")
+    p.add_argument("--confidence-calibration", default="",
+                   help="a calibration of the CTM's confidences (the JSON file "
+                        "train_confidence_calibration.py wrote); default: the lattice "
+                        "posteriors as they are")
     add_options(p, TranscribeOptions, "search and output")
     add_options(p, DeviceOptions, "device")
     p.add_argument("model_dir")
@@ -49,6 +53,15 @@ def main(argv=None):
 
     args = get_parser().parse_args(argv)
     opts = from_values(TranscribeOptions, args)
+    calibration = None
+    if args.confidence_calibration:
+        from hybridasr.decode.confidence_calibration import ConfidenceCalibration
+        from hybridasr.errors import ConfigError
+
+        if not args.ctm:
+            raise ConfigError("--confidence-calibration calibrates the CTM's confidences: "
+                              "give --ctm too")
+        calibration = ConfidenceCalibration.load(args.confidence_calibration)
     recs = recordings(args.audio, args.wav_scp)
     device = resolve_device(args.device)
     if os.path.isfile(args.model_dir):  # an exported model: torch runs it
@@ -76,6 +89,7 @@ def main(argv=None):
                             transform.norm_means)
         t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
                         device=device)
+    t.calibration = calibration
     ctm = OutputStream(args.ctm) if args.ctm else None
 
     def text(line):

@@ -15,6 +15,7 @@ max_lmwt=
 word_ins_penalty=   # empty: 0.0, or the best one of the scoring with the best LM weight
 beam=5              # lattice-prune beam before the posteriors (get_ctm_conf.sh's)
 model=              # default: <decode-dir>/../final.mdl
+confidence_calibration=  # a calibration JSON (train_confidence_calibration.py) for the confidences
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -35,6 +36,7 @@ Options:
   --word-ins-penalty <float>   # (default: 0.0, or the best of the scoring)
   --frame-shift <seconds>      # (default: $frame_shift)
   --beam <float>               # pruning before the posteriors (default: $beam)
+  --confidence-calibration <json>  # calibrate the confidences (steps/conf/train_calibration.sh)
 USAGE
   exit 1
 fi
@@ -46,7 +48,7 @@ name=$(basename "$data")
 [ -z "$model" ] && model=$dir/../final.mdl
 wb=$lang/phones/word_boundary.int
 
-for f in "$lang/words.txt" "$model" "$dir/lat.1.gz"; do
+for f in "$lang/words.txt" "$model" "$dir/lat.1.gz" $confidence_calibration; do
   [ ! -f "$f" ] && echo "$0: expecting file $f to exist" >&2 && exit 1
 done
 if [ ! -f "$wb" ]; then
@@ -78,7 +80,9 @@ if [ $stage -le 0 ]; then
   for lmwt in $(seq $min_lmwt $max_lmwt); do mkdir -p "$dir/score_$lmwt"; done
   $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/get_ctm.LMWT.log" \
     lattice_to_ctm.py --lm-weight=LMWT --word-ins-penalty=$word_ins_penalty \
-      --frame-shift=$frame_shift --prune-beam=$beam "$model" "$wb" "$lang/words.txt" \
+      --frame-shift=$frame_shift --prune-beam=$beam \
+      ${confidence_calibration:+--confidence-calibration=$confidence_calibration} \
+      "$model" "$wb" "$lang/words.txt" \
       "ark:gunzip -c $dir/lat.*.gz|" "$dir/score_LMWT/$name.ctm" \
     || { echo "$0: lattice_to_ctm.py failed; see $dir/scoring/log/get_ctm.*.log" >&2; exit 1; }
 fi

@@ -37,6 +37,23 @@ def fst_accepts(fst, labels) -> bool:
     return bool(np.any(cur & np.isfinite(fst.final)))
 
 
+def fst_paths(fst):
+    """Every label sequence from the start to a final state (a small acyclic graph)."""
+    out = []
+    arcs = [[] for _ in range(fst.num_states)]
+    for s, lab, d in zip(fst.src.tolist(), fst.ilabel.tolist(), fst.dst.tolist()):
+        arcs[s].append((lab, d))
+
+    def walk(s, seq):
+        if np.isfinite(fst.final[s]):
+            out.append(tuple(seq))
+        for lab, d in arcs[s]:
+            walk(d, seq + [lab])
+
+    walk(fst.start, [])
+    return out
+
+
 def digits_phone_seqs(kaldi_digits: Path) -> List[List[int]]:
     ali = f"ark:gunzip -c {kaldi_digits / 'exp/mono_ali/ali.1.gz'}|"
     return [s for _, s in alignment_phone_sequences(str(kaldi_digits / "exp/mono_ali/final.mdl"),
@@ -106,3 +123,58 @@ def brute_force_num(fst, out: np.ndarray) -> float:
     terms = np.array(terms)
     m = terms.max()
     return float(m + np.log(np.exp(terms - m).sum()))
+
+
+def gmm_training_lattices(data_dir: Path, lang_dir: Path, final_mdl: Path, tree: Path,
+                          num_utts: int = 0):
+    """([(utterance, CompactLattice)], {utterance: frames}): a monophone GMM's log-likelihoods
+    (its delta features with CMN) of ``data_dir``'s utterances (the first ``num_utts`` in
+    order; 0: all) decoded on their training graphs with a lattice beam, not determinized
+    (Kaldi's ``align_fmllr_lats.sh`` with ``--word-determinize=false``): lattices of several
+    alignments, as a Kaldi chain recipe's numerator reads them. A relative ``data_dir`` is
+    read from the current dir (a Kaldi dir's feats.scp may hold paths relative to it)."""
+    from hybridasr.align.training_graphs import Lexicon, TrainingGraphCompiler
+    from hybridasr.data.dataset import UtteranceDataset
+    from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
+    from hybridasr.features.transform import FeatureTransform
+    from hybridasr.kaldi.gmm_model import read_gmm_model
+    from hybridasr.kaldi.tree import read_tree
+
+    tm, gmm = read_gmm_model(str(final_mdl))
+    lex = Lexicon(str(lang_dir))
+    comp = TrainingGraphCompiler(tm, read_tree(str(tree)), lex)
+    text = {ln.split()[0]: ln.split()[1:] for ln in
+            open(Path(data_dir) / "text", encoding="utf-8")}
+    ds = UtteranceDataset.from_data_dir(
+        str(data_dir), transform=FeatureTransform(norm_means=True, delta_order=2))
+    utts = sorted(ds)[:num_utts or None]
+    feats = {u: ds.load(u)[0] for u in utts}
+    lats, frames = [], {}
+    for utt in utts:
+        graph = comp.compile(lex.word_ids(text[utt], utt)[0], utt)
+        dec = LatticeDecoder(graph, tm.tid2pdf, tm.num_pdfs,
+                             LatgenOptions(beam=20.0, lattice_beam=4.0,
+                                           determinize_lattice=False))
+        r = dec.decode(gmm.log_likelihoods(feats[utt]), 0.1, utt)
+        dec.close()
+        assert r.ok, utt
+        lats.append((utt, r.lattice))
+        frames[utt] = feats[utt].shape[0]
+    return lats, frames
+
+
+def write_lattice_dir(d, final_mdl, lats):
+    """A Kaldi lattice dir: ``lat.1.gz`` of ``lats``, ``final.mdl`` (a copy), ``num_jobs``."""
+    import os
+    import shutil
+
+    from hybridasr.kaldi.lattice import CompactLatticeWriter
+
+    os.makedirs(d, exist_ok=True)
+    shutil.copyfile(final_mdl, os.path.join(d, "final.mdl"))
+    with open(os.path.join(d, "num_jobs"), "w") as fh:
+        fh.write("1\n")
+    with CompactLatticeWriter(f"ark:|gzip -c > {d}/lat.1.gz") as w:
+        for utt, lat in lats:
+            w.write(utt, lat)
+    return d

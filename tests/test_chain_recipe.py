@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 
+from chain_helpers import gmm_training_lattices, write_lattice_dir
 from kaldi_shapes import digits_dir
 from test_recipe_e2e import make_recipe_copy
 
@@ -77,6 +78,37 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
     out = _run(s5, env, *run[:run.index("--chain-opts")], "--kaldi-dir",
                kaldi, "--stage", "5")
     assert "TDNN-F chain model (LF-MMI; conf/model/tdnnf_small.conf)" in out
+
+    # the numerator from lattices (--lat-dir, as a Kaldi chain recipe's exp/tri3b_lats): the
+    # GMM's lattices of the training graphs, on the recipe's features of data/train
+    cwd = os.getcwd()
+    os.chdir(s5)  # (the recipe's feats.scp and cmvn.scp hold paths relative to it)
+    try:
+        lats, _ = gmm_training_lattices("data/train", kaldi / "data/lang",
+                                        kaldi / "exp/mono_ali/final.mdl",
+                                        kaldi / "exp/mono_ali/tree")
+    finally:
+        os.chdir(cwd)
+    lat_dir = write_lattice_dir(str(tmp_path / "lats"), kaldi / "exp/mono_ali/final.mdl", lats)
+    out = _run(s5, env, "local/chain/run_tdnn.sh", "--stage", "1", "--stop-stage", "1",
+               "--lat-dir", lat_dir, "--model-config", "conf/model/tdnnf_small.conf",
+               "--train-opts", "--min-batches-per-epoch=4 --max-iters=1", f"{kaldi}/data/lang",
+               f"{kaldi}/exp/mono_ali", "exp/chain/tdnn_lat")
+    assert f"numerator from {lat_dir}," in out
+    log = (c / "tdnn_lat/log/train.log").read_text()
+    assert f"supervision from the lattices (lat.*.gz) of {lat_dir}" in log
+    assert (c / "tdnn_lat/final.nnet").stat().st_size > 0
+    tr = json.loads((c / "tdnn_lat/lfmmi_report.json").read_text())["training"]
+    n_tr = len((s5 / "data/train_tr90/utt2spk").read_text().splitlines())
+    assert tr["ali_dir"] == lat_dir and tr["no_lattice"] == 0, tr
+    kept_or_counted = ("utterances", "unusable_lattice", "length_mismatch", "no_path")
+    assert sum(tr[k] for k in kept_or_counted) == n_tr, tr
+    assert tr["utterances"] >= n_tr - 2, tr
+    # a lattice dir without its files: refused, naming what is missing
+    os.unlink(os.path.join(lat_dir, "num_jobs"))
+    out = _run(s5, env, "local/chain/run_tdnn.sh", "--lat-dir", lat_dir, f"{kaldi}/data/lang",
+               f"{kaldi}/exp/mono_ali", "exp/chain/tdnn_lat2", rc=1)
+    assert f"missing {lat_dir}/num_jobs (--lat-dir" in out
 
 
 def test_run_sh_refuses_chain_where_it_cannot_finish(tmp_path, kaldi_digits, repo_dir,

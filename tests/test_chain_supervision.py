@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from chain_helpers import CHAIN_TOPO, brute_force_num, fst_accepts
+from chain_helpers import CHAIN_TOPO, brute_force_num, fst_accepts, fst_paths
 from hybridasr.align.phones import phone_segments
 from hybridasr.chain.chunks import chunk_ranges, parse_chunk_widths
 from hybridasr.chain.num_forward_backward import NumGraphs, num_log_prob
@@ -35,23 +35,6 @@ def setup(kaldi_digits, tmp_path_factory):
     old = read_transition_model(str(kaldi_digits / "exp/mono_ali/final.mdl"))
     alis = list(read_int_vectors(f"ark:gunzip -c {kaldi_digits / 'exp/mono_ali/ali.1.gz'}|"))
     return old, tree, tm, alis
-
-
-def _paths(fst):
-    """Every label sequence from the start to a final state (a small acyclic graph)."""
-    out = []
-    arcs = [[] for _ in range(fst.num_states)]
-    for s, l, d in zip(fst.src.tolist(), fst.ilabel.tolist(), fst.dst.tolist()):
-        arcs[s].append((l, d))
-
-    def walk(s, seq):
-        if np.isfinite(fst.final[s]):
-            out.append(tuple(seq))
-        for l, d in arcs[s]:
-            walk(d, seq + [l])
-
-    walk(fst.start, [])
-    return out
 
 
 def _pdf_seq(tree, phones, durs):
@@ -83,7 +66,7 @@ def test_tolerance_zero_accepts_only_the_alignment(setup):
         segs = phone_segments(old, ali)
         sup = make_supervision([p for p, _ in segs], [n for _, n in segs], tree, tm, opts)
         new = convert_alignment(old, tm, tree, ali)  # chain topology, full frame rate
-        assert _paths(sup.fst) == [tuple(tm.tid2pdf[new] + 1)], utt
+        assert fst_paths(sup.fst) == [tuple(tm.tid2pdf[new] + 1)], utt
 
 
 def test_tolerance_five_allows_shifts_up_to_five_frames(setup):
@@ -139,13 +122,13 @@ def test_language_against_brute_force_at_subsampling_3(setup):
             phones = [p for p, _ in segs]
             allowed = proto_supervision(phones, [n for _, n in segs], opts)
             sup = alignment_supervision(old, ali, tree, tm, opts, utt)
-            got = _paths(sup.fst)
+            got = fst_paths(sup.fst)
             assert len(got) == len(set(got))  # determinized: one path per pdf sequence
             assert set(got) == _brute_force_language(phones, allowed, tree), (utt, tol)
             # chunks: the sub-sequences of the full language
             for begin, width in ((0, 3), (1, 4), (sup.num_frames - 3, 3)):
                 chunk = split_supervision(sup, begin, width)
-                assert set(_paths(chunk)) == {s[begin:begin + width] for s in got}
+                assert set(fst_paths(chunk)) == {s[begin:begin + width] for s in got}
 
 
 def test_chunks_batch_in_the_numerator(setup):

@@ -173,6 +173,31 @@ def test_loss_is_chain_loss_of_each_row(chain_data):
             assert float(reported) == pytest.approx(float(obj(chain, batch)[1]), rel=1e-5)
 
 
+def test_frame_shift_moves_each_row_and_only_in_training(chain_data):
+    """--lfmmi-frame-shift (Kaldi's --frame-shift of the chain egs): in training a batch's rows
+    start s = 0..2 frames later, each row's last frame repeated to its own length, padding
+    left as it was; every shift is drawn; off in cross-validation and by default."""
+    obj, data = _objective(chain_data, lfmmi_frame_shift=True)
+    lengths = [7, 4]
+    batch = _batch(["a", "b"], lengths, dim=2)
+    feats = torch.arange(2 * 7 * 2, dtype=torch.float32).view(2, 7, 2)
+    feats[1, 4:] = -1.0  # padding
+    seen = set()
+    torch.manual_seed(3)
+    for _ in range(30):
+        got = obj.model_inputs(feats, batch, True)
+        s = int((got[0, 0, 0] - feats[0, 0, 0]).item()) // 2
+        seen.add(s)
+        for i, n in enumerate(lengths):
+            want = torch.cat([feats[i, s:n], feats[i, n - 1:n].expand(s, 2)])
+            assert torch.equal(got[i, :n], want)
+            assert torch.equal(got[i, n:], feats[i, n:])
+    assert seen == {0, 1, 2}
+    assert obj.model_inputs(feats, batch, False) is feats
+    off, _ = _objective(chain_data)
+    assert off.model_inputs(feats, batch, True) is feats
+
+
 def test_cv_figures_and_gradient(chain_data):
     from hybridasr.chain.num_forward_backward import NumGraphs
     from hybridasr.chain.objective import num_posteriors
@@ -221,7 +246,7 @@ def test_chunks_use_the_cut_supervision(chain_data):
 
 def test_model_hook_options_and_tree_dir_alignments(chain_run, chain_data):
     from hybridasr.models import build_model
-    from hybridasr.train.lfmmi import read_supervisions
+    from hybridasr.chain.supervision_dir import read_supervisions
     from hybridasr.train.objectives import ObjectiveOptions, check_objective
 
     obj, data = _objective(chain_data)

@@ -30,7 +30,8 @@ def test_kaldi_digits_has_a_cv_set_mfcc_and_speed_copies(kaldi_digits, monkeypat
     assert 20 / 3600 < m["hours"] < 0.1  # a spoken digit is a fraction of a second
     assert chosen(doc) == {"feat_type": "mfcc", "speed_perturb": "true",
                            "model_config": "conf/model/blstm_small.conf",
-                           "schedule_config": "conf/schedule.conf"}
+                           "schedule_config": "conf/schedule.conf",
+                           "chain_model_config": "conf/model/tdnnf_small.conf"}
     assert "1 of 12 speakers" in m["split"]
 
 
@@ -61,7 +62,8 @@ def test_ten_utterances_of_ten_digits_train_on_all(kaldi_digits, tmp_path, monke
     assert not doc["measured"]["cv_set"] and doc["measured"]["utterances"] == 10
     assert chosen(doc) == {"feat_type": "mfcc", "speed_perturb": "false",
                            "model_config": "conf/model/blstm_small.conf",
-                           "schedule_config": "conf/schedule_all_data.conf"}
+                           "schedule_config": "conf/schedule_all_data.conf",
+                           "chain_model_config": "conf/model/tdnnf_small.conf"}
     assert "training on all 10 utterances" in doc["measured"]["split"]
     lines = dd.describe(doc)
     assert lines[0].startswith("data/train: 10 utterances of 1 speaker(s)")
@@ -88,6 +90,42 @@ def test_model_tiers_name_confs_that_exist(hours, model):
     assert got["feat_type"]["value"] == ("fbank" if hours >= 0.5 else "mfcc")
     for name in ("conf/schedule.conf", "conf/schedule_all_data.conf"):
         assert os.path.isfile(os.path.join(RECIPE, name))
+
+
+@pytest.mark.parametrize("hours,model", [
+    (0.01, "tdnnf_small"), (4.99, "tdnnf_small"), (5.0, "tdnnf"), (1000.0, "tdnnf")])
+def test_chain_model_tiers_name_confs_that_exist(hours, model):
+    """The chain model's rule (local/chain/run_tdnn.sh --model-config auto, run.sh
+    --chain-model-config auto): Kaldi's 1k TDNN-F from 5 hours (mini_librispeech's size)."""
+    got = dd.choose(dd.DataSize(1000, 100, hours, True, ""))["chain_model_config"]
+    assert got["value"] == f"conf/model/{model}.conf"
+    assert os.path.isfile(os.path.join(RECIPE, got["value"]))
+    assert f"below {5 if hours < 5 else 'inf'} h" in got["why"]
+
+
+def test_choose_defaults_get_prints_one_choice_and_writes_nothing(kaldi_digits, tmp_path,
+                                                                  env_with_path, monkeypatch):
+    kaldi = digits_dir(kaldi_digits, tmp_path / "k", ["jackson_0", "nicolas_0"], ["jackson_1"],
+                       person_speakers=True)
+    out = tmp_path / "defaults.json"
+
+    def get(*args):
+        return subprocess.run(["choose_defaults.py", *args, "data/train", str(out)], cwd=kaldi,
+                              env=env_with_path, capture_output=True, text=True)
+
+    p = get("--get=chain_model_config")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "conf/model/tdnnf_small.conf\n"  # the value alone, for a script
+    assert "--chain-model-config conf/model/tdnnf_small.conf (" in p.stderr and "below 5 h" in p.stderr
+    assert not out.exists()  # a query: nothing written
+    # a current defaults.json is read: its value, not measured again
+    monkeypatch.chdir(kaldi)  # (its wav.scp paths are relative to the Kaldi dir)
+    doc = dd.choose_for("data/train")
+    doc["chosen"]["chain_model_config"]["value"] = "conf/model/marker.conf"
+    out.write_text(json.dumps(doc))
+    assert get("--get=chain_model_config").stdout == "conf/model/marker.conf\n"
+    p = get("--get=nothing")
+    assert p.returncode != 0 and "--get=nothing: not a choice" in p.stderr
 
 
 def test_choose_defaults_writes_reuses_and_remakes(kaldi_digits, tmp_path, env_with_path):
@@ -171,7 +209,8 @@ def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name,
     assert 200 < m["cv_frames"] < 500  # 3-digit strings of about 1.5-3 s
     assert chosen(doc) == {"feat_type": "mfcc", "speed_perturb": "false",
                            "model_config": "conf/model/blstm_small.conf",
-                           "schedule_config": "conf/schedule_all_data.conf"}
+                           "schedule_config": "conf/schedule_all_data.conf",
+                           "chain_model_config": "conf/model/tdnnf_small.conf"}
     why = doc["chosen"]["schedule_config"]["why"]
     assert f"{cv_words} words" in why and "too small to judge an epoch" in why
     assert any("--schedule-config conf/schedule_all_data.conf  (the cv set" in ln
@@ -181,10 +220,12 @@ def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name,
 @pytest.mark.parametrize("name,expected", [
     ("kaldi_digits", {"feat_type": "mfcc", "speed_perturb": "true",
                       "model_config": "conf/model/blstm_small.conf",
-                      "schedule_config": "conf/schedule.conf"}),
+                      "schedule_config": "conf/schedule.conf",
+                      "chain_model_config": "conf/model/tdnnf_small.conf"}),
     ("kaldi_polish", {"feat_type": "fbank", "speed_perturb": "true",
                       "model_config": "conf/model/blstm_medium.conf",
-                      "schedule_config": "conf/schedule.conf"})])
+                      "schedule_config": "conf/schedule.conf",
+                      "chain_model_config": "conf/model/tdnnf_small.conf"})])
 def test_cv_rule_leaves_digits_and_polish_as_before(shared_dir, monkeypatch, name, expected):
     """The choices measured before the cv rule (docs/accuracy.md): newbob on their cv sets."""
     monkeypatch.chdir(shared_dir / "data" / name)

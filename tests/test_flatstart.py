@@ -226,7 +226,7 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     # alignment (exp/tri_ali), its graph on data/lang_test (the LM made here), decoded and
     # summed up beside the CD network
     chain = s5 / "exp/chain/tdnn"
-    assert "--model-config auto: conf/model/tdnnf_small.conf (0.0" in out  # under 5 hours
+    assert "--chain-model-config conf/model/tdnnf_small.conf  (0.0" in out  # under 5 hours
     assert "exp/tri_ali" in (chain / "log/train.log").read_text()
     assert (s5 / "exp/chain/tree/graph/HCLG.fst").is_file()
     assert any(n.startswith("wer_") for n in os.listdir(chain / "decode_test"))

@@ -294,29 +294,32 @@ feats_missing() {
 # paths given inside --kaldi-dir, or absolute
 in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
 
-# --feat-type, --speed-perturb, --model-config and --schedule-config given as auto: chosen from
-# data/train's size once stage 0 has made it (hybridasr/recipe/data_defaults.py; the choices
-# and their reasons in data/defaults.json, copied beside each trained model)
+# --feat-type, --speed-perturb, --model-config, --schedule-config and --chain-model-config given
+# as auto: chosen from data/train's size once stage 0 has made it (hybridasr/recipe/data_defaults.py;
+# the choices and their reasons in data/defaults.json, copied beside each trained model)
 resolve_data_defaults() {
   local auto=false x
-  for x in "$feat_type" "$speed_perturb" "$model_config" "$schedule_config"; do
+  # (a recipe without --chain-model-config leaves it unset: not chosen)
+  for x in "$feat_type" "$speed_perturb" "$model_config" "$schedule_config" "${chain_model_config-set}"; do
     case "$x" in auto|'') auto=true ;; esac
   done
   [ $auto == true ] || return 0
   if [ ! -s data/train/utt2spk ]; then
-    echo "$0: --feat-type, --speed-perturb, --model-config and --schedule-config auto are" \
-      "chosen from data/train, which stage 0 makes: run it first (--stage 0)" >&2
+    echo "$0: --feat-type, --speed-perturb, --model-config, --schedule-config and" \
+      "--chain-model-config auto are chosen from data/train, which stage 0 makes: run it first" \
+      "(--stage 0)" >&2
     exit 1
   fi
   choose_defaults.py --use-kaldi-feats=$use_kaldi_feats data/train data/defaults.json
-  local chosen x1 x2 x3 x4
+  local chosen x1 x2 x3 x4 x5
   chosen=$(json_get.py data/defaults.json chosen.feat_type.value chosen.speed_perturb.value \
-    chosen.model_config.value chosen.schedule_config.value 2>/dev/null)
-  read -r -d '' x1 x2 x3 x4 <<< "$chosen" || true
+    chosen.model_config.value chosen.schedule_config.value chosen.chain_model_config.value 2>/dev/null)
+  read -r -d '' x1 x2 x3 x4 x5 <<< "$chosen" || true
   [ "$feat_type" == auto ] && feat_type=$x1
   [ "$speed_perturb" == auto ] && speed_perturb=$x2
   case "$model_config" in auto|'') model_config=$x3 ;; esac
   case "$schedule_config" in auto|'') schedule_config=$x4 ;; esac
+  case "${chain_model_config-set}" in auto|'') chain_model_config=$x5 ;; esac
   return 0
 }
 

@@ -198,6 +198,9 @@ class Transcriber:
         self.frame_shift = model_dir.features.frame_shift / 1000.0 * (self.factor if
                                                                        self.chain else 1)
         self.lattice_decoder, self.decoder = self._decoders(fst_obj, max_ilabel, fst, want_ctm)
+        # a ConfidenceCalibration (hybridasr.decode.confidence_calibration) for the CTM's
+        # confidences; None: the lattice posteriors as they are
+        self.calibration = None
 
     def _decoders(self, fst, max_ilabel, fst_path, want_ctm):
         from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
@@ -287,6 +290,10 @@ class Transcriber:
         except HybridAsrError as e:
             return Result(rec.key, error=str(e))
         words = [self.graph.words.get(i, str(i)) for i in ids]
+        if ctm and self.calibration is not None:
+            from hybridasr.decode.confidence_calibration import calibrate_words
+
+            calibrate_words(self.calibration, ctm, self.graph.words, self.frame_shift)
         return Result(rec.key, words, ctm)
 
     def close(self) -> None:

@@ -1,9 +1,10 @@
 """The recipe's defaults chosen from the training data's size.
 
-``./run.sh`` leaves four choices to this rule unless they are given: ``--feat-type``,
-``--speed-perturb``, ``--model-config`` (network size and dropout) and ``--schedule-config``
-(learning rate and epochs). The rule reads ``data/train`` after stage 0 (hours of audio,
-utterances, speakers, and the cv set stage 2 will hold out: the split of
+``./run.sh`` leaves five choices to this rule unless they are given: ``--feat-type``,
+``--speed-perturb``, ``--model-config`` (network size and dropout), ``--schedule-config``
+(learning rate and epochs) and ``--chain-model-config`` (the TDNN-F of ``--chain true``, also
+``local/chain/run_tdnn.sh --model-config auto``). The rule reads ``data/train`` after stage 0
+(hours of audio, utterances, speakers, and the cv set stage 2 will hold out: the split of
 ``utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost``, planned here without writing
 it, with its utterances, words, frames and held-out speakers) and picks, with the reason for
 each pick. A cv set *judges an epoch* when training keeps its words and it has at least
@@ -27,6 +28,10 @@ model_config              ``MODEL_TIERS``: 2x128 BLSTM below      polish: 2x256 
                                                                   dirs: 2x128; 3x512: nnet1 /
                                                                   RETURNN convention, not
                                                                   measured here
+chain_model_config        ``CHAIN_MODEL_TIERS``: Kaldi's 1k        mini_librispeech's size;
+                          TDNN-F from 5 h, the small one below    kaldi_digits: the 1k one
+                                                                  takes hours an epoch on a
+                                                                  core
 schedule_config           newbob on the cv loss where a cv set    kaldi_tiny_2spk / _1spk (cv
                           judges an epoch (``MIN_CV_UTTERANCES``  sets of 2 / 1 utterances):
                           utterances, ``MIN_CV_WORDS`` words),    newbob kept epoch 1; all
@@ -61,6 +66,13 @@ MODEL_TIERS: Tuple[Tuple[float, str], ...] = (
     (20.0, "conf/model/blstm_medium.conf"),   # 2 x 256
     (float("inf"), "conf/model/blstm.conf"),  # 3 x 512
 )
+# the chain model's (local/chain/run_tdnn.sh --model-config auto): Kaldi's 1k TDNN-F from
+# mini_librispeech's size (5 h) up; below it the small one (on kaldi_digits the 1k network
+# trained at about 20 frames/s on one core, hours an epoch)
+CHAIN_MODEL_TIERS: Tuple[Tuple[float, str], ...] = (
+    (5.0, "conf/model/tdnnf_small.conf"),   # 6 TDNN-F layers of 256 (bottleneck 32)
+    (float("inf"), "conf/model/tdnnf.conf"),  # Kaldi's run_tdnn_1k.sh: 12 layers of 768
+)
 # a cv set judges an epoch (newbob keeps or rejects it on its loss) from this many words and
 # utterances: one of 1-2 utterances (3-6 words: kaldi_tiny_*) kept newbob on epoch 1 at 68% cv
 # frame error; kaldi_digits' (10 one-digit utterances of a held-out speaker) and kaldi_polish's
@@ -69,9 +81,9 @@ MIN_CV_WORDS = 10
 MIN_CV_UTTERANCES = 5
 SCHEDULE_WITH_CV = "conf/schedule.conf"          # newbob on the cv loss
 SCHEDULE_ALL_DATA = "conf/schedule_all_data.conf"  # a fixed schedule, every utterance trained
-CHOICES = ("feat_type", "speed_perturb", "model_config", "schedule_config")
+CHOICES = ("feat_type", "speed_perturb", "model_config", "schedule_config", "chain_model_config")
 # the rule's version, written to defaults.json: one chosen by an earlier rule is chosen again
-RULE_VERSION = 2  # 2: the cv set's size (MIN_CV_WORDS)
+RULE_VERSION = 3  # 2: the cv set's size (MIN_CV_WORDS); 3: chain_model_config
 
 
 @dataclass
@@ -159,6 +171,9 @@ def choose(size: DataSize, kaldi_feats: bool = False) -> Dict[str, Dict[str, str
                                   "why": no_cv + "a fixed schedule, no cv loss to steer by"}
     bound, conf = next((b, c) for b, c in MODEL_TIERS if size.hours < b)
     out["model_config"] = {"value": conf, "why": f"{h}, below {bound:g} h"}
+    bound, conf = next((b, c) for b, c in CHAIN_MODEL_TIERS if size.hours < b)
+    out["chain_model_config"] = {"value": conf, "why": f"{h}, below {bound:g} h (the chain "
+                                                       f"model of local/chain/run_tdnn.sh)"}
     return out
 
 

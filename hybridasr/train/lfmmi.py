@@ -22,12 +22,17 @@ What it reads:
   ``ali-to-phones --write-lengths``, tolerances of ``--lfmmi-left-tolerance`` and
   ``--lfmmi-right-tolerance`` input frames), or the chain tree dir itself (its alignment at the
   subsampled rate, ``frame_subsampling_factor`` beside it: each phone's output frames stand for
-  ``factor`` input frames each, and the tolerances apply to those).
+  ``factor`` input frames each, and the tolerances apply to those); or Kaldi lattice dirs
+  (``lat.*.gz``, ``final.mdl``, ``num_jobs``, no ``ali.*.gz``: e.g. ``exp/tri3b_lats`` of
+  ``steps/align_fmllr_lats.sh``), read as lattices: supervision from every phone path of each
+  utterance's lattice, as Kaldi's ``get_egs.sh`` with ``--lat-dir``
+  (``hybridasr.chain.lattice_supervision``; an unusable lattice is left out, counted).
 
-An utterance without an alignment, or whose alignment gives another number of output frames
-than its features (beyond ``ceil(frames / factor)``), is counted, named in the log and in
-``lfmmi_report.json`` and left out. The exp dir also gets ``final.mdl``, ``tree`` (the chain
-ones: what decoding needs) and ``frame_subsampling_factor``, as Kaldi's chain dirs.
+An utterance without an alignment (or lattice), or whose alignment gives another number of
+output frames than its features (beyond ``ceil(frames / factor)``), is counted, named in the
+log and in ``lfmmi_report.json`` and left out. The exp dir also gets ``final.mdl``,
+``tree`` (the chain ones: what decoding needs) and ``frame_subsampling_factor``, as Kaldi's
+chain dirs.
 
 Batches: whole utterances, or ``--chunking=size:step`` chunks whose starts are multiples of
 the factor (the supervision is cut to each chunk's output frames, as Kaldi's
@@ -48,8 +53,9 @@ import shutil
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-import numpy as np
 import torch
+
+from hybridasr.chain.supervision_dir import read_supervisions
 
 from hybridasr.errors import ConfigError, FormatError
 from hybridasr.options import option
@@ -87,6 +93,11 @@ class LfMmiOptions:
                                           "before its aligned start", minimum=0)
     lfmmi_right_tolerance: int = option(5, "--objective=lfmmi: input frames a phone may end "
                                            "after its aligned end", minimum=0)
+    lfmmi_frame_shift: bool = option(False, "--objective=lfmmi: in training, shift each "
+                                            "batch's input frames by a random 0 .. factor-1 "
+                                            "frames against its supervision (Kaldi's "
+                                            "nnet3-chain-copy-egs --frame-shift, which its "
+                                            "train.py varies from epoch to epoch)")
 
 
 def chain_model_files(den_fst: str) -> Tuple[str, str, str]:
@@ -101,97 +112,6 @@ def chain_model_files(den_fst: str) -> Tuple[str, str, str]:
             raise FormatError(f"--lfmmi-den-fst={den_fst}: no {f} (make it with "
                               f"steps/nnet/chain/make_den_fst.sh)")
     return den, os.path.join(d, "tree"), mdl
-
-
-def weight_supervision(sup, normalization):
-    """Kaldi's ``AddWeightToSupervisionFst``: the supervision composed with
-    ``normalization.fst`` (a kaldifst FST, arcs sorted on ilabel), so that its paths carry the
-    den graph's probabilities (the numerator then never exceeds the denominator), determinized,
-    minimized and its states numbered in frame order again. None when nothing is left."""
-    import kaldifst
-
-    from hybridasr.chain.supervision import Supervision
-    from hybridasr.graph.arrays import FstArrays
-
-    f = kaldifst.compose(sup.fst.to_fst(), normalization)
-    if f.num_states == 0:
-        return None
-    f = kaldifst.determinize(f)
-    kaldifst.minimize(f)
-    fst = FstArrays.from_fst(kaldifst.StdVectorFst(f))
-    frames = np.full(fst.num_states, -1, dtype=np.int64)
-    frames[fst.start] = 0
-    for _ in range(sup.num_frames):  # acyclic, every path of num_frames arcs
-        seen = frames[fst.src] >= 0
-        frames[fst.dst[seen]] = frames[fst.src[seen]] + 1
-    order = np.lexsort((np.arange(fst.num_states), frames))
-    new_id = np.empty(fst.num_states, dtype=np.int64)
-    new_id[order] = np.arange(fst.num_states)
-    s, d = new_id[fst.src], new_id[fst.dst]
-    arcs = np.lexsort((fst.ilabel, s))
-    out = FstArrays(int(new_id[fst.start]), fst.final[order], s[arcs], fst.ilabel[arcs],
-                    fst.olabel[arcs], fst.weight[arcs], d[arcs])
-    return Supervision(out, frames[order], sup.num_frames)
-
-
-def _ali_factor(ali_dir: str) -> int:
-    path = os.path.join(ali_dir, "frame_subsampling_factor")
-    if not os.path.isfile(path):
-        return 1
-    text = open(path, encoding="utf-8").read().strip()
-    if not text.isdigit() or int(text) < 1:
-        raise FormatError(f"{path}: expected a positive integer, got {text[:40]!r}")
-    return int(text)
-
-
-def read_supervisions(ali_dir: str, wanted: Dict[str, int], tree, tm, opts,
-                      normalization=None) -> Tuple[Dict[str, object], Dict[str, List[str]]]:
-    """The supervisions of the utterances of ``wanted`` (utterance -> input frames) from the
-    alignment dir ``ali_dir`` (weighted by ``normalization``, a kaldifst FST, where given),
-    and the utterances left out, by reason."""
-    from hybridasr.align.alignments import alignment_files, iter_alignment_file
-    from hybridasr.align.phones import phone_segments
-    from hybridasr.chain.supervision import SupervisionOptions, make_supervision
-    from hybridasr.kaldi.transition_model import read_transition_model
-
-    f = int(opts.lfmmi_frame_subsampling_factor)
-    sup_opts = SupervisionOptions(opts.lfmmi_left_tolerance, opts.lfmmi_right_tolerance, f)
-    sup_opts.check()
-    k = _ali_factor(ali_dir)
-    if k not in (1, f):
-        raise ConfigError(f"{ali_dir}/frame_subsampling_factor is {k}; "
-                          f"--lfmmi-frame-subsampling-factor={f}")
-    tm_ali = read_transition_model(os.path.join(ali_dir, "final.mdl"))
-    sups: Dict[str, object] = {}
-    skipped: Dict[str, List[str]] = {"length_mismatch": [], "no_path": []}
-    for path in alignment_files(ali_dir):
-        for utt, ali in iter_alignment_file(path):
-            if utt not in wanted or utt in sups:
-                continue
-            what = f"{path}: utterance {utt}"
-            tm_ali.check_alignment(ali, what)
-            segs = phone_segments(tm_ali, ali, what)
-            n_out = -(-wanted[utt] // f)
-            if -(-sum(n for _, n in segs) * k // f) != n_out:
-                skipped["length_mismatch"].append(utt)
-                continue
-            try:
-                sup = make_supervision([p for p, _ in segs], [n * k for _, n in segs], tree,
-                                       tm, sup_opts)
-            except FormatError as e:
-                log.debug("%s: %s", what, e)
-                skipped["no_path"].append(utt)
-                continue
-            if normalization is not None:
-                sup = weight_supervision(sup, normalization)
-            if sup is None:  # no path of the den graph's
-                skipped["no_path"].append(utt)
-            else:
-                sups[utt] = sup
-    skipped["no_alignment"] = [u for u in wanted if u not in sups and
-                               u not in skipped["length_mismatch"] and
-                               u not in skipped["no_path"]]
-    return sups, skipped
 
 
 class LfMmiObjective(Objective):
@@ -297,6 +217,22 @@ class LfMmiObjective(Objective):
                                                 opts.lfmmi_xent_regularize,
                                                 opts.lfmmi_l2_regularize)
         self._chunks: Dict[Tuple[str, int, int], object] = {}
+        self.frame_shift = bool(opts.lfmmi_frame_shift)
+
+    def model_inputs(self, feats: torch.Tensor, batch, training: bool) -> torch.Tensor:
+        """With ``--lfmmi-frame-shift`` in training: each row's frames moved ``s`` earlier
+        (``s`` drawn from 0 .. factor-1 a batch), its last frame repeated ``s`` times at its
+        end, so output frame t sees input frame factor * t + s; the supervision, its phones
+        allowed within the tolerances, is unchanged. Padding stays where it was."""
+        if not (training and self.frame_shift and self.factor > 1):
+            return feats
+        s = int(torch.randint(self.factor, ()).item())
+        if s == 0:
+            return feats
+        t = torch.arange(feats.shape[1], device=feats.device).unsqueeze(0)
+        last = (batch.lengths.to(feats.device) - 1).clamp(min=0).unsqueeze(1)
+        idx = torch.where(t <= last, torch.minimum(t + s, last), t)
+        return feats.gather(1, idx.unsqueeze(2).expand(-1, -1, feats.shape[2]))
 
     def model_kwargs(self, model) -> dict:
         """The xent output where the model has one and it is weighted; a model of another

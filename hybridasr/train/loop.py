@@ -163,6 +163,7 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
     # what the objective asks of the model's forward (the xent output of a chain model)
     model_kwargs = getattr(objective, "model_kwargs", lambda m: {})(getattr(model, "module",
                                                                             model))
+    model_inputs = getattr(objective, "model_inputs", None)  # (an objective's augmentation)
     start = time.perf_counter()
     grad_ctx = contextlib.nullcontext() if training else torch.no_grad()
     skip_updates = False  # --parallel=average: a rank went NaN; wait for the next sync
@@ -174,6 +175,8 @@ def run_epoch(model: torch.nn.Module, batches: Iterable, info: DistInfo, *,
             carry = bool(batch.carry_state)
             state = _reset_rows(state, batch.reset) if carry else None
             feats = batch.feats.to(device, non_blocking=True)
+            if model_inputs is not None:
+                feats = model_inputs(feats, batch, training)
             with autocast:
                 logits, state = _model_outputs(model, feats, batch.lengths, state, carry,
                                                model_kwargs)

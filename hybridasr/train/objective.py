@@ -115,6 +115,12 @@ class Objective(ABC):
         the model returns it. ``model``: the network (unwrapped from DDP)."""
         return {}
 
+    def model_inputs(self, feats: torch.Tensor, batch, training: bool) -> torch.Tensor:
+        """The features the loop gives the model for ``batch`` ([B, T, D], on the device):
+        ``feats`` as they are; an objective may augment them in training (the chain
+        objective's frame shift)."""
+        return feats
+
     @abstractmethod
     def __call__(self, logits: torch.Tensor, batch) -> Tuple[torch.Tensor, torch.Tensor,
                                                               torch.Tensor, int]:

@@ -76,6 +76,7 @@ ctc_scoring_opts="--min-lmwt 1 --max-lmwt 5"  # LM weights of the TLG route's sc
 ctc_beam_size=8      # prefix beam search of the route without a graph (besides greedy)
 # the chain (LF-MMI TDNN-F) model beside the hybrid one (local/chain/run_tdnn.sh): exp/chain/tdnn
 chain=false          # on the hybrid's lang dir and alignment (GMM's, or --ali none's flat start)
+chain_model_config=auto # auto: by data/train's hours, conf/model/tdnnf{_small,}.conf (5 h up: Kaldi's 1k)
 chain_opts=          # more local/chain/run_tdnn.sh options, e.g. "--num-leaves 500 --batching-config X"
 chain_train_opts=    # its train.py options (after --train-opts)
 # End configuration section.
@@ -130,7 +131,7 @@ if run_stage 0; then
   fi
   stage_finish data/stage0.json
 fi
-resolve_data_defaults  # --feat-type, --speed-perturb, --model-config, --schedule-config auto
+resolve_data_defaults  # --feat-type, --speed-perturb, --model-config, --schedule-config, --chain-model-config
 if run_stage 1; then
   resolve_feat_config  # (from the audio of data/train and data/test)
   banner 1 "features ($([ $use_kaldi_feats == true ] && echo "the Kaldi dir's" || echo "$feat_type, $feat_config")) and CMVN stats"
@@ -200,8 +201,8 @@ fi
 
 chain_ali=$kaldi_dir/$ali  # (the hybrid's alignment: the GMM's, or the flat start's of its CD tree)
 [ $gmm == true ] || { chain_ali=exp/flat/ali_final; [ $num_leaves -gt 0 ] && chain_ali=exp/tri_ali; }
-chain_args=("${dec[@]}" --lang-test "$lang_test" --train-opts "$train_opts${chain_train_opts:+ $chain_train_opts}"
-  $chain_opts "$lang_dir" "$chain_ali" exp/chain/tdnn)
+chain_args=("${dec[@]}" --lang-test "$lang_test" --model-config "$chain_model_config"
+  --train-opts "$train_opts${chain_train_opts:+ $chain_train_opts}" $chain_opts "$lang_dir" "$chain_ali" exp/chain/tdnn)
 if run_stage 3; then
   banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
   # (changed schedule options are notes: a resumed training applies them by itself)

@@ -18,11 +18,14 @@ den_dir=                     # default: <exp-dir>/../den
 lang_test=                   # the graph's words and G.fst (default: <lang-dir>)
 num_leaves=auto              # leaves of the chain tree (auto: chain_num_leaves.py, by data size)
 frame_subsampling_factor=3
+lat_dir=                     # the numerator from this Kaldi lattice dir of data/train (lat.*.gz,
+                             # final.mdl, num_jobs: e.g. align_fmllr_lats.sh's exp/tri3b_lats),
+                             # as Kaldi's chain recipes; empty: from <ali-dir>'s alignment
 tree_data=data/train         # the tree's statistics (its features and the alignment's utterances)
 data_tr=data/train_tr90      # trained on
 data_cv=data/train_cv10
-model_config=auto            # auto: conf/model/tdnnf.conf (Kaldi's 1k) from 5 hours of $tree_data
-                             # (mini_librispeech's size) up, conf/model/tdnnf_small.conf below
+model_config=auto            # auto: by $tree_data's hours (choose_defaults.py, data/defaults.json):
+                             # conf/model/tdnnf.conf (Kaldi's 1k) from 5 h up, tdnnf_small.conf below
 batching_config=conf/batching.conf
 schedule_config=conf/schedule/chain.conf  # Kaldi's chain schedule: fixed epochs, decay, dropout
 train_opts=                  # more train.py options, e.g. "--max-iters=4 --lfmmi-xent-regularize=0.1"
@@ -56,8 +59,8 @@ Options (default): --lang-chain DIR ($lang_chain), --tree-dir, --den-dir DIR (<e
   ($tree_data, $data_tr, $data_cv), --model-config, --batching-config, --schedule-config
   ($model_config, $batching_config, $schedule_config), --train-opts, --nj N ($nj), --device
   ($device), --decode-sets "X Y" ($decode_sets), --decode-opts, --scoring-opts, --ref-normalize
-  ($ref_normalize), --gmm-decode-dir, --hybrid-dir DIR, --stage, --stop-stage (0 tree+den,
-  1 training, 2 graph+decoding, 3 summary)
+  ($ref_normalize), --gmm-decode-dir, --hybrid-dir DIR, --lat-dir DIR (the numerator from its
+  lattices), --stage, --stop-stage (0 tree+den, 1 training, 2 graph+decoding, 3 summary)
 USAGE
   exit 1
 fi
@@ -74,6 +77,11 @@ for f in "$lang_dir/phones.txt" "$lang_dir/topo" "$ali_dir/final.mdl" "$ali_dir/
     "$ali_dir/ali.1.gz"; do
   [ -f "$f" ] || { echo "$0: missing $f (<lang-dir>, <ali-dir>: the GMM's)" >&2; exit 1; }
 done
+if [ -n "$lat_dir" ]; then
+  for f in "$lat_dir/lat.1.gz" "$lat_dir/final.mdl" "$lat_dir/num_jobs"; do
+    [ -f "$f" ] || { echo "$0: missing $f (--lat-dir: a Kaldi lattice dir of $tree_data)" >&2; exit 1; }
+  done
+fi
 for f in $tree_data/feats.scp $data_tr/feats.scp $data_cv/feats.scp; do
   [ -f "$f" ] || { echo "$0: missing $f (run the recipe's stages 0-2 first)" >&2; exit 1; }
 done
@@ -106,32 +114,26 @@ if run_stage 0; then
   fi
 fi
 
-if [ "$model_config" == auto ]; then  # (hours: its utt2num_frames at 10 ms, else utt2dur)
-  if [ -s $tree_data/utt2num_frames ]; then
-    hours=$(awk '{s += $2} END {printf "%.2f", s / 360000}' $tree_data/utt2num_frames)
-  else
-    utils/data/get_utt2dur.sh $tree_data >/dev/null
-    hours=$(awk '{s += $2} END {printf "%.2f", s / 3600}' $tree_data/utt2dur)
-  fi
-  model_config=conf/model/tdnnf.conf
-  awk -v h=$hours 'BEGIN {exit !(h < 5)}' && model_config=conf/model/tdnnf_small.conf
-  echo "$0: --model-config auto: $model_config ($hours h in $tree_data)"
+if [ "$model_config" == auto ]; then  # by $tree_data's hours (hybridasr/recipe/data_defaults.py)
+  model_config=$(choose_defaults.py --get=chain_model_config $tree_data data/defaults.json)
 fi
 if run_stage 1; then
   banner 1 "chain: train $dir (LF-MMI; $model_config, $batching_config, $schedule_config, $device)"
   # (changed train.py options are notes, as run.sh's: a resumed training applies them itself)
   stage_begin $dir/stage1.json "--note=train_opts=$train_opts" "$model_config" \
     "$batching_config" "$schedule_config" $den_dir/den.fst $data_tr/feats.scp \
-    $data_cv/feats.scp "$ali_dir"
+    $data_cv/feats.scp "$ali_dir" ${lat_dir:+"$lat_dir"}
   if needs_training $dir $stage_status; then
     opts=(--model-config="$model_config" --batching-config="$batching_config"
       --schedule-config="$schedule_config" --device=$device)
     [ $train_restart == true ] && opts+=(--restart=true)
-    # (the numerator reads the Kaldi alignment dir itself: no import as steps/nnet/train.sh's)
-    echo "$0: training $dir on $data_tr (cv: $data_cv), numerator from $ali_dir, den from $den_dir"
+    # (the numerator reads the Kaldi alignment or lattice dir itself: no import as
+    # steps/nnet/train.sh's)
+    num_dir=${lat_dir:-$ali_dir}
+    echo "$0: training $dir on $data_tr (cv: $data_cv), numerator from $num_dir, den from $den_dir"
     # shellcheck disable=SC2086
     $cuda_cmd $dir/log/train.log train.py "${opts[@]}" --objective=lfmmi \
-        --lfmmi-den-fst=$den_dir $train_opts $data_tr $data_cv "$ali_dir" "$ali_dir" $dir \
+        --lfmmi-den-fst=$den_dir $train_opts $data_tr $data_cv "$num_dir" "$num_dir" $dir \
       || { echo "$0: training failed, see $dir/log/train.log:" >&2;
            grep -E "ERROR|Error" $dir/log/train.log | tail -n 3 >&2 || true; exit 1; }
   fi
