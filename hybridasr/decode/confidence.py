@@ -100,8 +100,8 @@ def confidence_stats(refs: Mapping[str, Sequence[str]],
 def read_ctm_words(path: str) -> Dict[str, List[Tuple[str, float]]]:
     """``<utt> <channel> <start> <dur> <word> <conf>`` lines -> utterance -> [(word, conf)],
     in the file's order (Kaldi's CTM; ``hybridasr.decode.ctm`` writes it); a bad line is a
-    FormatError naming the file and line (``confidence_calibration.read_ctm``)."""
-    from hybridasr.decode.confidence_calibration import read_ctm
+    FormatError naming the file and line (``hybridasr.decode.ctm.read_ctm``)."""
+    from hybridasr.decode.ctm import read_ctm
 
     ctm = read_ctm(path)
     out: Dict[str, List[Tuple[str, float]]] = {}

@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
 from hybridasr.decode.confidence import label_words
+from hybridasr.decode.ctm import CtmWords, read_ctm
 from hybridasr.errors import FormatError
 from hybridasr.utils.atomic import atomic_open
 
@@ -41,19 +42,6 @@ DEFAULT_L2 = 0.0025
 __all__ = ["FEATURES", "CtmWords", "ConfidenceCalibration", "word_features", "fit_logistic",
            "fit_calibration", "read_ctm", "labelled_ctm_words", "cross_fitted",
            "calibrate_ctm_file"]
-
-
-@dataclass
-class CtmWords:
-    """The words of CTMs as columns (one entry per word, in the file's order)."""
-    utts: List[str] = field(default_factory=list)
-    words: List[str] = field(default_factory=list)
-    seconds: List[float] = field(default_factory=list)
-    confs: List[float] = field(default_factory=list)
-    correct: Optional[List[bool]] = None  # set by labelled_ctm_words
-
-    def __len__(self) -> int:
-        return len(self.words)
 
 
 def word_features(confs: Sequence[float], seconds: Sequence[float], words: Sequence[str],
@@ -203,29 +191,6 @@ def fit_calibration(words: CtmWords, features: Sequence[str] = FEATURES,
                       "nce_calibrated": nce(cal.apply(words.confs, words.seconds, words.words),
                                             ok)}
     return cal
-
-
-def read_ctm(path: str) -> CtmWords:
-    """The words of a CTM with a confidence column; FormatError naming the file and line."""
-    out = CtmWords()
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            try:
-                if len(parts) != 6:
-                    raise ValueError
-                dur, conf = float(parts[3]), float(parts[5])
-            except ValueError:
-                raise FormatError(f"{path}:{n}: not a CTM line with a confidence "
-                                  f"(<utt> 1 <start> <dur> <word> <conf>): "
-                                  f"{line.rstrip()}") from None
-            out.utts.append(parts[0])
-            out.words.append(parts[4])
-            out.seconds.append(dur)
-            out.confs.append(conf)
-    return out
 
 
 def labelled_ctm_words(ctm: CtmWords, refs: Mapping[str, Sequence[str]],

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -254,3 +254,39 @@ def lattices_to_ctm(lattices, tm: TransitionModel, boundary: Dict[int, str],
         write(ctm_lines(key, words, symbols, frame_shift))
         done += 1
     return done, skipped
+
+
+@dataclass
+class CtmWords:
+    """The words of CTMs as columns (one entry per word, in the file's order)."""
+    utts: List[str] = field(default_factory=list)
+    words: List[str] = field(default_factory=list)
+    seconds: List[float] = field(default_factory=list)
+    confs: List[float] = field(default_factory=list)
+    correct: Optional[List[bool]] = None  # set by labelled_ctm_words
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def read_ctm(path: str) -> CtmWords:
+    """The words of a CTM with a confidence column; FormatError naming the file and line."""
+    out = CtmWords()
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            try:
+                if len(parts) != 6:
+                    raise ValueError
+                dur, conf = float(parts[3]), float(parts[5])
+            except ValueError:
+                raise FormatError(f"{path}:{n}: not a CTM line with a confidence "
+                                  f"(<utt> 1 <start> <dur> <word> <conf>): "
+                                  f"{line.rstrip()}") from None
+            out.utts.append(parts[0])
+            out.words.append(parts[4])
+            out.seconds.append(dur)
+            out.confs.append(conf)
+    return out
