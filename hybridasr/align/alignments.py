@@ -31,32 +31,32 @@ def num_jobs(ali_dir: str) -> int:
     return int(text)
 
 
-_ALI_FILE = re.compile(r"ali\.(\d+)\.gz")
-
-
-def alignment_files(ali_dir: str) -> List[str]:
-    """``ali.1.gz`` .. ``ali.<num_jobs>.gz``, as Kaldi's scripts read them. Each must exist,
-    and the dir may hold no other ``ali.<n>.gz``: Kaldi would leave those out silently (a
-    ``num_jobs`` that disagrees with the files drops data), so that is an error naming both."""
+def alignment_files(ali_dir: str, prefix: str = "ali") -> List[str]:
+    """``ali.1.gz`` .. ``ali.<num_jobs>.gz`` (``prefix`` ``lat``: a lattice dir's
+    ``lat.*.gz``), as Kaldi's scripts read them. Each must exist, and the dir may hold no
+    other ``<prefix>.<n>.gz``: Kaldi would leave those out silently (a ``num_jobs`` that
+    disagrees with the files drops data), so that is an error naming both."""
     nj = num_jobs(ali_dir)
     files = []
     for j in range(1, nj + 1):
-        path = os.path.join(ali_dir, f"ali.{j}.gz")
+        path = os.path.join(ali_dir, f"{prefix}.{j}.gz")
         if not os.path.isfile(path):
             raise FormatError(f"{ali_dir}: num_jobs says {nj} but {path} does not exist")
         files.append(path)
+    pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.gz")
     try:
-        present = sorted(int(m.group(1)) for m in map(_ALI_FILE.fullmatch, os.listdir(ali_dir))
+        present = sorted(int(m.group(1)) for m in map(pattern.fullmatch, os.listdir(ali_dir))
                          if m)
     except OSError:
         present = []
     extra = [n for n in present if not 1 <= n <= nj]
     if extra:
-        names = ", ".join(f"ali.{n}.gz" for n in extra[:5]) + (", ..." if len(extra) > 5 else "")
+        names = ", ".join(f"{prefix}.{n}.gz" for n in extra[:5]) + \
+            (", ..." if len(extra) > 5 else "")
         raise FormatError(
             f"{os.path.join(ali_dir, 'num_jobs')} says {nj}, but {ali_dir} also holds {names} "
-            f"({len(present)} ali.*.gz files in all): Kaldi's scripts read only "
-            f"ali.1..{nj}.gz and would leave the others out: if all are of one run, write "
+            f"({len(present)} {prefix}.*.gz files in all): Kaldi's scripts read only "
+            f"{prefix}.1..{nj}.gz and would leave the others out: if all are of one run, write "
             f"{max(present)} into num_jobs, else remove the files of the older run")
     return files
 

@@ -38,7 +38,6 @@ from hybridasr.kaldi.tree import ContextDependency
 __all__ = ["UnusableLattice", "phone_lattice", "lattice_supervision", "lattice_files",
            "is_lattice_dir", "iter_dir_lattices"]
 
-_LAT_FILE = re.compile(r"lat\.(\d+)\.gz")
 _START = -1  # the phone lattice's start: every state at frame 0
 
 
@@ -189,27 +188,16 @@ def is_lattice_dir(ali_dir: str) -> bool:
         names = os.listdir(ali_dir)
     except OSError:
         return False
-    return any(_LAT_FILE.fullmatch(n) for n in names) and \
+    return any(re.fullmatch(r"lat\.\d+\.gz", n) for n in names) and \
         not any(re.fullmatch(r"ali\.\d+\.gz", n) for n in names)
 
 
 def lattice_files(lat_dir: str) -> List[str]:
-    """``lat.1.gz`` .. ``lat.<num_jobs>.gz``; any other ``lat.<n>.gz`` is an error, as for
-    alignments (``hybridasr.align.alignments.alignment_files``)."""
-    from hybridasr.align.alignments import num_jobs
+    """``lat.1.gz`` .. ``lat.<num_jobs>.gz``, checked as alignments are
+    (``hybridasr.align.alignments.alignment_files``)."""
+    from hybridasr.align.alignments import alignment_files
 
-    nj = num_jobs(lat_dir)
-    files = [os.path.join(lat_dir, f"lat.{j}.gz") for j in range(1, nj + 1)]
-    for path in files:
-        if not os.path.isfile(path):
-            raise FormatError(f"{lat_dir}: num_jobs says {nj} but {path} does not exist")
-    extra = sorted(int(m.group(1)) for m in map(_LAT_FILE.fullmatch, os.listdir(lat_dir))
-                   if m and not 1 <= int(m.group(1)) <= nj)
-    if extra:
-        raise FormatError(f"{os.path.join(lat_dir, 'num_jobs')} says {nj}, but {lat_dir} also "
-                          f"holds lat.{extra[0]}.gz: Kaldi's scripts read only lat.1..{nj}.gz; "
-                          f"fix num_jobs or remove the files of the older run")
-    return files
+    return alignment_files(lat_dir, "lat")
 
 
 def iter_dir_lattices(lat_dir: str, wanted) -> Iterator[Tuple[str, str, CompactLattice]]:
