@@ -175,7 +175,13 @@ def main(argv=None) -> int:
     p.add_argument("--bootstrap", type=int, default=10000)
     p.add_argument("--smbr", action="store_true", help="also 4 epochs of sMBR on each CE model")
     p.add_argument("--report-only", action="store_true", help="read finished runs back only")
+    p.add_argument("--chain-name", default="tdnn",
+                   help="with --report-only: the chain runs to read, exp/chain/<name>_s<seed> "
+                        "(e.g. a variant trained by hand with local/chain/run_tdnn.sh)")
     args = p.parse_args(argv)
+    if args.chain_name != "tdnn":
+        MODELS["chain"] = f"exp/chain/{args.chain_name}_s{{s}}"
+        MODEL_NAMES["chain"] = f"chain ({args.chain_name})"
     models = ["ce"] + (["smbr"] if args.smbr else []) + ["chain"]
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     kaldi = os.path.abspath(args.kaldi_dir)

@@ -4,7 +4,7 @@ confidences of ``lattice-to-ctm-conf --inv-acoustic-scale=LMWT`` (word posterior
 ``lattice-prune --beam=5``): a CTM of the best path's words from lattices
 (hybridasr.decode.ctm)."""
 
-from hybridasr.cli import make_parser, run_main
+from hybridasr.cli import make_parser, run_main, str2bool
 
 
 def get_parser():
@@ -27,6 +27,12 @@ def get_parser():
                    help="seconds per lattice frame (default: 0.01)")
     p.add_argument("--prune-beam", type=float, default=5.0,
                    help="lattice-prune beam before the posteriors (default: 5.0)")
+    p.add_argument("--confidence", choices=("frame", "mbr"), default="frame",
+                   help="frame: per-frame word posteriors of the best path's words; mbr: "
+                        "lattice-to-ctm-conf's MBR sausage-bin posteriors (default: frame)")
+    p.add_argument("--decode-mbr", type=str2bool, default=True,
+                   help="with --confidence=mbr: the MBR words (true) or the best path's "
+                        "(false), as lattice-to-ctm-conf --decode-mbr (default: true)")
     p.add_argument("--confidence-calibration", default="",
                    help="map the confidences through this calibration (the JSON file "
                         "train_confidence_calibration.py wrote; default: none)")
@@ -68,7 +74,7 @@ def main(argv=None):
                                             (calibrate_ctm_text(cal, s) if cal else s)
                                             .encode("utf-8")),
                                         args.word_ins_penalty, args.frame_shift,
-                                        args.prune_beam)
+                                        args.prune_beam, args.confidence, args.decode_mbr)
     except BaseException:
         out.abort()
         raise

@@ -4,7 +4,7 @@ recording (Kaldi's ``text``), and with ``--ctm`` writes word times and confidenc
 dir, feature archive or Kaldi binary (hybridasr.decode.transcribe). In place of the model dir,
 the file export_model.py wrote: then torch runs the model (no model code is imported)."""
 
-from hybridasr.cli import add_options, make_parser, run_main
+from hybridasr.cli import add_bool, add_options, make_parser, run_main
 from hybridasr.decode.transcribe import TranscribeOptions
 from hybridasr.device import DeviceOptions
 
@@ -32,6 +32,17 @@ def get_parser():
                    help="a calibration of the CTM's confidences (the JSON file "
                         "train_confidence_calibration.py wrote); default: the lattice "
                         "posteriors as they are")
+    add_bool(p, "--online", False,
+             "stream each recording: given in pieces of --piece-seconds as a "
+             "real-time client would, online features and CMVN, the network in --chunking "
+             "windows, the decoder advanced after each piece (hybridasr.decode.online); the "
+             "same words as without --online at the same --chunking). One thread, as a "
+             "real-time client's core")
+    p.add_argument("--piece-seconds", type=float, default=0.1,
+                   help="with --online: seconds of audio a piece")
+    add_bool(p, "--print-partial", False,
+             "with --online: print '<id> (partial) <words>' to stderr whenever a piece "
+             "changes the best path's words")
     add_options(p, TranscribeOptions, "search and output")
     add_options(p, DeviceOptions, "device")
     p.add_argument("model_dir")
@@ -45,6 +56,8 @@ def main(argv=None):
 
     import os
 
+    import torch
+
     from hybridasr.decode.transcribe import Transcriber, recordings, transcribe_all
     from hybridasr.device import resolve_device
     from hybridasr.errors import HybridAsrError
@@ -53,6 +66,24 @@ def main(argv=None):
 
     args = get_parser().parse_args(argv)
     opts = from_values(TranscribeOptions, args)
+    online = args.online
+    if online:
+        import dataclasses
+        import logging
+
+        from hybridasr.decode.online import online_chunking
+        from hybridasr.errors import ConfigError
+
+        if os.path.isfile(args.model_dir):
+            raise ConfigError("--online runs the network of a model dir in chunks: give the "
+                              "model dir, not an exported model")
+        if not args.piece_seconds > 0:
+            raise ConfigError(f"--piece-seconds={args.piece_seconds}: must be > 0")
+        chunking, source = online_chunking(opts.chunking, args.model_dir)
+        if not opts.chunking:
+            logging.getLogger("transcribe.py").warning("note: --online: --chunking=%s, %s",
+                                                       chunking, source)
+        opts = dataclasses.replace(opts, chunking=chunking)
     calibration = None
     if args.confidence_calibration:
         from hybridasr.decode.confidence_calibration import ConfidenceCalibration
@@ -90,6 +121,27 @@ def main(argv=None):
         t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
                         device=device)
     t.calibration = calibration
+    run = None
+    if online:
+        from hybridasr.decode.online import OnlineRecognizer
+
+        try:
+            recognizer = OnlineRecognizer(t)
+        except BaseException:
+            t.close()
+            raise
+
+        def partial(key, words):
+            sys.stderr.write(f"{key} (partial) {' '.join(words)}".rstrip() + "\n")
+            sys.stderr.flush()
+
+        show = partial if args.print_partial else None
+
+        def run(rec):
+            return recognizer.transcribe(rec, args.piece_seconds, show)
+    threads = torch.get_num_threads()
+    if online:  # small windows: a second thread only spins
+        torch.set_num_threads(1)
     ctm = OutputStream(args.ctm) if args.ctm else None
 
     def text(line):
@@ -98,13 +150,14 @@ def main(argv=None):
 
     try:
         failed = transcribe_all(t, recs, text,
-                                (lambda s: ctm.write(s.encode("utf-8"))) if ctm else None)
+                                (lambda s: ctm.write(s.encode("utf-8"))) if ctm else None, run)
     except BaseException:
         if ctm is not None:
             ctm.abort()
         raise
     finally:
         t.close()
+        torch.set_num_threads(threads)
     if ctm is not None:
         ctm.commit()
     if failed:

@@ -15,6 +15,8 @@ max_lmwt=
 word_ins_penalty=   # empty: 0.0, or the best one of the scoring with the best LM weight
 beam=5              # lattice-prune beam before the posteriors (get_ctm_conf.sh's)
 model=              # default: <decode-dir>/../final.mdl
+confidence=frame    # frame: per-frame posteriors of the best path's words; mbr: lattice-to-ctm-conf's
+decode_mbr=true     # with --confidence mbr: MBR words (true, get_ctm_conf.sh's) or the best path's
 confidence_calibration=  # a calibration JSON (train_confidence_calibration.py) for the confidences
 # End configuration section.
 
@@ -36,6 +38,8 @@ Options:
   --word-ins-penalty <float>   # (default: 0.0, or the best of the scoring)
   --frame-shift <seconds>      # (default: $frame_shift)
   --beam <float>               # pruning before the posteriors (default: $beam)
+  --confidence (frame|mbr)     # per-frame posteriors, or MBR sausage bins (default: $confidence)
+  --decode-mbr (true|false)    # with --confidence mbr: MBR words or the best path's (default: $decode_mbr)
   --confidence-calibration <json>  # calibrate the confidences (steps/conf/train_calibration.sh)
 USAGE
   exit 1
@@ -81,6 +85,7 @@ if [ $stage -le 0 ]; then
   $cmd LMWT=$min_lmwt:$max_lmwt "$dir/scoring/log/get_ctm.LMWT.log" \
     lattice_to_ctm.py --lm-weight=LMWT --word-ins-penalty=$word_ins_penalty \
       --frame-shift=$frame_shift --prune-beam=$beam \
+      --confidence=$confidence --decode-mbr=$decode_mbr \
       ${confidence_calibration:+--confidence-calibration=$confidence_calibration} \
       "$model" "$wb" "$lang/words.txt" \
       "ark:gunzip -c $dir/lat.*.gz|" "$dir/score_LMWT/$name.ctm" \

@@ -23,6 +23,20 @@ CHAIN_TOPO = """<Topology>
 """
 
 
+def monophone_chain_model(kaldi_digits: Path, work: Path):
+    """(tree, transition model): a chain topology on kaldi_digits' phones (written to
+    ``work/topo``) with a monophone tree over its phone sets."""
+    from hybridasr.kaldi.io.table import read_int_lists
+    from hybridasr.tree.model import build_transition_model, monophone_tree, read_topology
+
+    sets = read_int_lists(str(kaldi_digits / "data/lang/phones/sets.int"))
+    phones = sorted({p for s in sets for p in s})
+    (work / "topo").write_text(CHAIN_TOPO.format(phones=" ".join(map(str, phones))))
+    topo = read_topology(str(work / "topo"))
+    tree = monophone_tree(topo, sets)
+    return tree, build_transition_model(tree, topo)
+
+
 def fst_accepts(fst, labels) -> bool:
     """Some path of ``fst`` (FstArrays) from the start spells ``labels`` and ends in a final
     state (weights ignored)."""

@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from chain_helpers import (CHAIN_TOPO, fst_accepts, fst_paths, gmm_training_lattices,
+from chain_helpers import (fst_accepts, fst_paths, gmm_training_lattices, monophone_chain_model,
                            write_lattice_dir)
 from hybridasr.align.alignments import iter_alignment_file
 from hybridasr.align.phones import phone_segments
@@ -20,14 +20,12 @@ from hybridasr.chain.lattice_supervision import (UnusableLattice, lattice_superv
 from hybridasr.chain.supervision import (PhoneLattice, SupervisionOptions, _context_instances,
                                          alignment_supervision)
 from hybridasr.errors import FormatError
-from hybridasr.kaldi.io.table import read_int_lists
 from hybridasr.kaldi.lattice import Arc, CompactLattice, read_lattices
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
 from hybridasr.chain.supervision_dir import read_supervisions
 from hybridasr.train.lfmmi import LfMmiOptions
 from hybridasr.tree.convert import convert_alignment
-from hybridasr.tree.model import build_transition_model, monophone_tree, read_topology
 from hybridasr.tree.stats import phone_windows
 
 
@@ -35,13 +33,7 @@ from hybridasr.tree.stats import phone_windows
 def setup(kaldi_digits, tmp_path_factory):
     """kaldi_digits' monophone alignment model and alignments; a chain topology, monophone
     tree and transition model on its phones (as tests/test_chain_supervision.py)."""
-    d = tmp_path_factory.mktemp("chain_lat_sup")
-    sets = read_int_lists(str(kaldi_digits / "data/lang/phones/sets.int"))
-    phones = sorted({p for s in sets for p in s})
-    (d / "topo").write_text(CHAIN_TOPO.format(phones=" ".join(map(str, phones))))
-    topo = read_topology(str(d / "topo"))
-    tree = monophone_tree(topo, sets)
-    tm = build_transition_model(tree, topo)
+    tree, tm = monophone_chain_model(kaldi_digits, tmp_path_factory.mktemp("chain_lat_sup"))
     old = read_transition_model(str(kaldi_digits / "exp/mono_ali/final.mdl"))
     alis = list(iter_alignment_file(str(kaldi_digits / "exp/mono_ali/ali.1.gz")))
     return old, tree, tm, alis

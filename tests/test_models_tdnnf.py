@@ -185,10 +185,15 @@ def test_dropout_schedule_per_epoch_and_models_without_dropout():
     got = [apply_dropout_schedule(m, sched, e, 4) for e in (1, 2, 3, 4)]  # at 1/8, 3/8, ...
     assert got == pytest.approx([0.0, 0.5 * 0.175 / 0.3, 0.375, 0.125])
     assert all(b.dropout.p == pytest.approx(0.125) for b in m.blocks)
-    blstm = build_model({"model": "blstm", "num_layers": 1, "hidden_size": 8}, 5, 3)
+    # the BLSTM schedules the dropout between its layers (0 in its conf included)
+    blstm = build_model({"model": "blstm", "num_layers": 2, "hidden_size": 8, "dropout": 0.0},
+                        5, 3)
+    assert apply_dropout_schedule(blstm, "0,0.3", 2, 2) == pytest.approx(0.225)
+    assert blstm.dropout.p == pytest.approx(0.225)
+    lstm = build_model({"model": "lstm", "num_layers": 1, "hidden_size": 8}, 5, 3)
     with pytest.raises(ConfigError,
-                       match=r"--dropout-schedule=0,0.3: the model \(Blstm\) has no dropout"):
-        apply_dropout_schedule(blstm, "0,0.3", 1, 2)
+                       match=r"--dropout-schedule=0,0.3: the model \(Lstm\) has no dropout"):
+        apply_dropout_schedule(lstm, "0,0.3", 1, 2)
     with pytest.raises(ConfigError, match="dropout schedule"):  # checked with the options
         TrainConfig(device="cpu", dropout_schedule="0,x")
 

@@ -156,6 +156,23 @@ def test_words_and_ctm_match_the_decode_pipeline(setup, repo_dir, env_with_path,
     assert p.returncode == 0 and f"LM weight {LMWT}, word insertion penalty 0.0" in p.stdout
     assert (work / f"exp/blstm/decode_wav/score_{LMWT}/data_test_wav.ctm").read_text() == \
         kaldi_ctm
+    # Kaldi's MBR (sausage) confidences of the best path's words: get_ctm.sh's and
+    # transcribe.py's agree too, the words and times as before (one word an utterance here:
+    # its bin posterior is its posterior, so the confidences too; tests/test_mbr.py has
+    # lattices where they differ)
+    p = transcribe(repo_dir, env, work, "--cmvn=utterance", f"--lm-weight={LMWT}",
+                   "--confidence=mbr", "--decode-mbr=false", f"--ctm={work}/mbr.ctm",
+                   "--wav-scp", scp, model, graph)
+    assert p.returncode == 0, p.stderr.decode()
+    assert _lines(p.stdout.decode()) == want
+    p = run(["bash", repo_dir / "steps/get_ctm.sh", "--confidence", "mbr", "--decode-mbr",
+             "false", "--min-lmwt", LMWT, "--max-lmwt", LMWT, work / "data_test_wav", graph,
+             work / "exp/blstm/decode_wav"], env, work, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    mbr = (work / f"exp/blstm/decode_wav/score_{LMWT}/data_test_wav.ctm").read_text()
+    assert mbr == (work / "mbr.ctm").read_text()
+    strip = lambda text: [c.split()[:5] for c in text.splitlines()]  # noqa: E731
+    assert strip(mbr) == strip(kaldi_ctm)
 
 
 def test_stdin_wav_scp_pipes_and_the_step_script(setup, repo_dir, env_with_path, kaldi_digits,

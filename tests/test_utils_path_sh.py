@@ -81,3 +81,37 @@ def test_explicit_hybridasr_root_wins(repo_dir, tmp_path):
 @pytest.mark.parametrize("script", ["path.sh", "egs/digits/s5/path.sh"])
 def test_bash_syntax(repo_dir, script):
     assert subprocess.run(["bash", "-n", str(repo_dir / script)]).returncode == 0
+
+
+def _recipe_copy(repo_dir, where, link_steps: bool):
+    """The recipe's files copied to ``where`` (not a symlink: a dir copied elsewhere), its
+    steps/ a link into the toolkit as Kaldi's recipes have it, or no steps/ at all."""
+    where.mkdir(parents=True)
+    (where / "path.sh").write_text((repo_dir / "egs/kaldi_dir/s5/path.sh").read_text())
+    if link_steps:
+        (where / "steps").symlink_to(repo_dir.resolve() / "steps")
+    return where
+
+
+def test_copied_recipe_finds_the_toolkit_through_its_steps_link(repo_dir, tmp_path):
+    """A recipe dir copied out of the toolkit (not three levels below it) sources the toolkit
+    its steps/ link points into."""
+    copy = _recipe_copy(repo_dir, tmp_path / "a" / "b" / "myrecipe", link_steps=True)
+    _check(_source(copy, ". ./path.sh"), repo_dir)
+
+
+def test_copied_recipe_without_toolkit_says_what_to_set(repo_dir, tmp_path):
+    copy = _recipe_copy(repo_dir, tmp_path / "x" / "y" / "z" / "s5", link_steps=False)
+    r = subprocess.run(["bash", "-c", _CLEAN + "set -euo pipefail; . ./path.sh; echo AFTER"],
+                       cwd=str(copy), env={"PATH": "/usr/bin:/bin"}, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 0
+    assert "AFTER" not in r.stdout
+    assert "cannot find the hybridasr toolkit" in r.stderr
+    assert "HYBRIDASR_ROOT=" in r.stderr
+
+
+def test_recipe_path_sh_copies_are_one_file(repo_dir):
+    texts = {p: (repo_dir / p).read_text() for p in
+             ("egs/kaldi_dir/s5/path.sh", "egs/digits/s5/path.sh", "egs/fsdd/s5/path.sh")}
+    assert len(set(texts.values())) == 1, list(texts)

@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -68,6 +68,29 @@ def resample_alignment(labels: np.ndarray, num_frames: int) -> np.ndarray:
         raise ValueError(f"cannot resample {n} labels to {num_frames} frames")
     idx = ((np.arange(num_frames, dtype=np.int64) * 2 + 1) * n) // (2 * num_frames)
     return labels[np.minimum(idx, n - 1)]
+
+
+def resample_segments(segments: Sequence[Tuple[int, int]], num_frames: int
+                      ) -> Optional[List[Tuple[int, int]]]:
+    """(label, frames) segments stretched or squeezed to ``num_frames`` frames in all, each
+    boundary moved to the same relative time (rounded) and every segment kept at least one
+    frame long (the chain numerator of a speed-perturbed copy: its phones and their times);
+    None where ``num_frames`` is fewer than the segments."""
+    n = sum(d for _, d in segments)
+    if n <= 0 or num_frames < len(segments):
+        return None
+    ends = np.cumsum([d for _, d in segments], dtype=np.int64)
+    new = (ends * 2 * num_frames + n) // (2 * n)  # round(end * num_frames / n)
+    k = len(segments)
+    lo = np.arange(1, k + 1)  # at least one frame each, from the start ...
+    hi = num_frames - np.arange(k - 1, -1, -1)  # ... and from the end
+    new = np.minimum(np.maximum(new, lo), hi)
+    new = np.maximum.accumulate(np.maximum(new, lo))
+    for i in range(1, k):  # strictly increasing (the clamps above keep room for it)
+        if new[i] <= new[i - 1]:
+            new[i] = new[i - 1] + 1
+    starts = np.concatenate([[0], new[:-1]])
+    return [(lab, int(d)) for (lab, _), d in zip(segments, new - starts)]
 
 
 def perturbed_source(utt: str, originals) -> Optional[Tuple[str, float]]:

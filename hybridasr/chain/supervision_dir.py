@@ -59,6 +59,33 @@ def _ali_factor(ali_dir: str) -> int:
     return int(text)
 
 
+def speed_copies(wanted: Dict[str, int]) -> Dict[str, List[Tuple[str, float]]]:
+    """original utterance -> [(copy, factor)] for the ``sp<F>-<utt>`` keys of ``wanted``
+    (Kaldi's speed-perturbed copies; ``sp1.0-<utt>`` too, when ``<utt>`` is not wanted)."""
+    from hybridasr.align.speed_perturb import perturbed_source
+
+    out: Dict[str, List[Tuple[str, float]]] = {}
+    for key in wanted:
+        src = perturbed_source(key, ())
+        if src is not None:
+            out.setdefault(src[0], []).append((key, src[1]))
+    return out
+
+
+def copy_segments(segs, original_frames: int, factor: float, copy_frames: int, k: int,
+                  max_mismatch: int = 2):
+    """The phone segments (alignment frames, ``k`` input frames each) of a copy of
+    ``copy_frames`` input frames made at speed ``factor`` from an original of
+    ``original_frames``: its phones at the same relative times; None where the copy's length
+    is not the original's divided by the factor (within ``max_mismatch`` frames, as
+    ``perturb_ali.py``) or too short for its phones."""
+    from hybridasr.align.speed_perturb import resample_segments
+
+    if abs(copy_frames - original_frames / factor) > max_mismatch + k:
+        return None
+    return resample_segments(segs, -(-copy_frames // k))
+
+
 def read_supervisions(ali_dir: str, wanted: Dict[str, int], tree, tm, opts,
                       normalization=None) -> Tuple[Dict[str, object], Dict[str, List[str]]]:
     """The supervisions of the utterances of ``wanted`` (utterance -> input frames) from the
@@ -101,16 +128,29 @@ def read_supervisions(ali_dir: str, wanted: Dict[str, int], tree, tm, opts,
                     (log.warning if not skipped["unusable_lattice"] else log.debug)("%s", e)
                     skipped["unusable_lattice"].append(utt)
             return
+        copies = speed_copies(wanted)
         for path in alignment_files(ali_dir):
             for utt, ali in iter_alignment_file(path):
-                if utt not in wanted or utt in sups:
+                if (utt not in wanted or utt in sups) and utt not in copies:
                     continue
                 what = f"{path}: utterance {utt}"
                 tm_ali.check_alignment(ali, what)
                 segs = phone_segments(tm_ali, ali, what)
-                yield utt, what, PhoneLattice.linear([p for p, _ in segs],
-                                                     [n for _, n in segs])
+                if utt in wanted and utt not in sups:
+                    yield utt, what, PhoneLattice.linear([p for p, _ in segs],
+                                                         [n for _, n in segs])
+                for copy, factor in copies.get(utt, ()):
+                    if copy in sups:
+                        continue
+                    stretched = copy_segments(segs, len(ali) * k, factor, wanted[copy], k)
+                    if stretched is None:
+                        skipped["length_mismatch"].append(copy)
+                        continue
+                    stretched_copies.append(copy)
+                    yield copy, f"{what} (stretched to {copy})", PhoneLattice.linear(
+                        [p for p, _ in stretched], [n for _, n in stretched])
 
+    stretched_copies: List[str] = []
     for utt, what, plat in phone_lattices():
         plat.times = plat.times * k
         if -(-plat.num_frames // f) != -(-wanted[utt] // f):
@@ -128,6 +168,9 @@ def read_supervisions(ali_dir: str, wanted: Dict[str, int], tree, tm, opts,
             skipped["no_path"].append(utt)
         else:
             sups[utt] = sup
+    if stretched_copies:
+        log.info("LF-MMI: %d speed-perturbed copies (sp<F>-<utt>) supervised from their "
+                 "originals' alignments, stretched", len(stretched_copies))
     left_out = {u for v in skipped.values() for u in v}
     skipped["no_lattice" if lattices else "no_alignment"] = [
         u for u in wanted if u not in sups and u not in left_out]

@@ -209,9 +209,19 @@ def confidences(words: List[CtmWord], arcs) -> None:
 
 def lattice_ctm(lat: CompactLattice, tm: TransitionModel, boundary: Dict[int, str],
                 lm_weight: float, word_ins_penalty: float = 0.0, what: str = "lattice",
-                prune_beam: float = PRUNE_BEAM) -> Optional[List[CtmWord]]:
+                prune_beam: float = PRUNE_BEAM, confidence: str = "frame",
+                decode_mbr: bool = True) -> Optional[List[CtmWord]]:
     """The best path's words with frames and confidences (None: no path). ``lat``: acoustic
-    costs unscaled, as decoders write them; ``lm_weight``: LMWT (acoustic scale 1/LMWT)."""
+    costs unscaled, as decoders write them; ``lm_weight``: LMWT (acoustic scale 1/LMWT).
+    ``confidence="mbr"``: ``lattice-to-ctm-conf``'s MBR words (``decode_mbr``) or best-path
+    words with bin posteriors (hybridasr.decode.mbr) instead of the per-frame posteriors."""
+    if confidence == "mbr":
+        from hybridasr.decode.mbr import mbr_ctm_words
+
+        return mbr_ctm_words(lat, tm, boundary, lm_weight, word_ins_penalty, what,
+                             prune_beam, decode_mbr)
+    if confidence != "frame":
+        raise ValueError(f"confidence must be 'frame' or 'mbr', not {confidence!r}")
     scaled = lat.scaled(1.0, 1.0 / lm_weight, word_ins_penalty)
     bp = best_path(scaled)
     if bp is None:
@@ -234,7 +244,8 @@ def ctm_lines(key: str, words: List[CtmWord], symbols: Dict[int, str],
 def lattices_to_ctm(lattices, tm: TransitionModel, boundary: Dict[int, str],
                     symbols: Dict[int, str], lm_weight: float, write: Callable[[str], None],
                     word_ins_penalty: float = 0.0, frame_shift: float = 0.01,
-                    prune_beam: float = PRUNE_BEAM) -> Tuple[int, List[str]]:
+                    prune_beam: float = PRUNE_BEAM, confidence: str = "frame",
+                    decode_mbr: bool = True) -> Tuple[int, List[str]]:
     """CTM lines of each (key, lattice), in order, through ``write``; a lattice without a
     path or whose best path does not split into words is skipped (counted, as Kaldi's
     ``lattice-align-words`` skips it). Returns (done, skipped keys)."""
@@ -242,7 +253,7 @@ def lattices_to_ctm(lattices, tm: TransitionModel, boundary: Dict[int, str],
     for key, lat in lattices:
         try:
             words = lattice_ctm(lat, tm, boundary, lm_weight, word_ins_penalty,
-                                f"utterance {key}", prune_beam)
+                                f"utterance {key}", prune_beam, confidence, decode_mbr)
         except FormatError as e:
             skipped.append(key)
             log.warning("skipping %s: %s", key, e)

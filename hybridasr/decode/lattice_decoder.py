@@ -75,6 +75,7 @@ class LatticeDecoder:
         determinize on phones first (as Kaldi; several times faster, the same lattices'
         word sequences and best weights); None: on words alone."""
         self._faster = None
+        self._online = None  # [acoustic_scale, utt, frames so far] of the utterance decoding
         if native.load(quiet=True) is None:  # the error says why
             raise LatticesUnavailable(unavailable_message())
         self.mapping = PdfMapping(tid2pdf, num_pdfs, max_ilabel)
@@ -106,8 +107,57 @@ class LatticeDecoder:
     def decode(self, loglikes: np.ndarray, acoustic_scale: float = 0.1,
                utt: str = "") -> LatticeResult:
         loglikes = self.mapping.check(loglikes, utt)
-        res = LatticeResult(num_frames=int(loglikes.shape[0]))
-        raw = self._search(loglikes, acoustic_scale, utt)
+        return self._result(self._search(loglikes, acoustic_scale, utt),
+                            int(loglikes.shape[0]), acoustic_scale)
+
+    # incremental decoding of one utterance (a streaming recognizer): online_start, then
+    # online_advance with each new block of frames (online_partial_words between), then
+    # online_finish, which gives what decode gives on all the frames at once
+    def online_start(self, acoustic_scale: float = 0.1, utt: str = "") -> None:
+        self._faster.start()
+        self._online = [acoustic_scale, utt, 0]
+
+    def online_advance(self, loglikes: np.ndarray) -> None:
+        """More frames: [n, num_pdfs] log-likelihoods, unscaled (n >= 0)."""
+        acoustic_scale, utt, _ = self._require_online("online_advance")
+        loglikes = self.mapping.check(loglikes, utt)
+        if loglikes.shape[0] == 0:
+            return
+        self._faster.advance(self.mapping.scaled(loglikes, acoustic_scale), utt)
+        self._online[2] += int(loglikes.shape[0])
+
+    def online_partial_words(self) -> list:
+        """The word ids of the best path through the frames so far (no final weights)."""
+        self._require_online("online_partial_words")
+        pair_word = self.graph.pair_word  # the pdf graph's output labels are (tid, word) pairs
+        return [int(w) for w in pair_word[self._faster.partial_best_olabels()] if w != 0]
+
+    def online_finish_words(self) -> list:
+        """The word ids of the utterance's best path at the search's own acoustic scale (with
+        the final weights), without making its lattice: the words ``online_finish`` would
+        give at LM weight 1 / acoustic scale and no insertion penalty, at no cost beyond a
+        traceback; ends the utterance."""
+        self._require_online("online_finish_words")
+        self._online = None
+        pair_word = self.graph.pair_word
+        return [int(w) for w in pair_word[self._faster.partial_best_olabels(True)] if w != 0]
+
+    def online_finish(self) -> LatticeResult:
+        """The utterance's result, as ``decode`` on all its frames; ends the utterance."""
+        acoustic_scale, utt, num_frames = self._require_online("online_finish")
+        self._online = None
+        raw = self._faster.finish(utt) if num_frames > 0 else None
+        return self._result(raw, num_frames, acoustic_scale)
+
+    def _require_online(self, what: str):
+        if self._online is None:
+            raise RuntimeError(f"LatticeDecoder.{what}: no utterance begun (call online_start "
+                               f"first; one utterance at a time)")
+        return self._online
+
+    def _result(self, raw: Optional[lattice_faster.RawLattice], num_frames: int,
+                acoustic_scale: float) -> LatticeResult:
+        res = LatticeResult(num_frames=num_frames)
         if raw is None:
             return res
         res.reached_final = raw.reached_final

@@ -34,6 +34,7 @@ import torch
 
 from hybridasr.decode.ctm import CtmWord, ctm_lines, lattice_ctm, read_word_boundary
 from hybridasr.decode.export import EXPORT_FORMAT, chain_of, run_exported
+from hybridasr.decode.forward import ChunkOptions
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.decode.lattice_best_path import best_path
 from hybridasr.decode.loglikes import scaled_loglikes
@@ -69,10 +70,22 @@ class TranscribeOptions:
     max_active: int = option(7000, "most active states", minimum=1)
     min_active: int = option(200, "fewest active states", minimum=0)
     prior_scale: float = option(1.0, "scale of the log-priors (pdf counts)")
+    confidence: str = option("frame", "--ctm confidences: frame (the per-frame lattice "
+                                      "posteriors of the best path's words) | mbr (Kaldi's "
+                                      "lattice-to-ctm-conf: sausage bin posteriors)",
+                             choices=("frame", "mbr"))
+    decode_mbr: bool = option(False, "with --confidence=mbr: the MBR words (Kaldi's "
+                                     "get_ctm_conf.sh default) instead of the best path's "
+                                     "(false: the words stay decode.sh's)")
     cmvn: str = option("auto", "auto: online CMVN from the model dir's global_cmvn.stats (or "
                                "the training data's cmvn.scp), else per recording | online | "
                                "utterance: each recording's own means | none",
                        choices=("auto", "online", "utterance", "none"))
+    chunking: str = option("", "size:step, as train.py's: the network runs over windows of "
+                               "size frames every step frames, each keeping its middle step "
+                               "outputs (a latency-controlled BLSTM's chunks); empty: whole "
+                               "recordings (with --online: the model's training chunking, "
+                               "else 140:100)")
 
 
 @dataclass
@@ -147,6 +160,18 @@ def read_audio(rec: Recording) -> Audio:
     return Audio(rec.key, samples[:, 0], rate)
 
 
+def chunk_options_of(chunking: str) -> ChunkOptions:
+    """``--chunking=size:step`` as the windows of ``model_logits`` (empty: whole
+    recordings)."""
+    from hybridasr.data.chunking import parse_chunking
+
+    pair = parse_chunking(chunking, even_context=True)
+    if pair is None:
+        return ChunkOptions()
+    size, step = pair
+    return ChunkOptions(step, (size - step) // 2)
+
+
 class Transcriber:
     """A model dir and a graph dir, loaded once; ``transcribe`` per recording."""
 
@@ -164,6 +189,12 @@ class Transcriber:
         else:
             self.chain, self.factor = chain_of(model_dir.path, meta, model)
         self.transform = FeatureTransform.from_dict(meta["transform"])
+        self.chunks = chunk_options_of(opts.chunking)
+        if self.chunks.chunk_size and (self.chain or self.exported):
+            raise ConfigError(f"--chunking={opts.chunking} (which --online needs): "
+                              + ("a chain model's outputs are those of whole recordings"
+                                 if self.chain else "an exported model runs whole recordings")
+                              + ": transcribe it whole (no --chunking, no --online)")
         self.num_pdfs = int(meta["num_pdfs"])
         feat_dim = model_dir.features.feature_dim
         if "input_dim" in meta and self.transform.output_dim(feat_dim) != int(meta["input_dim"]):
@@ -261,7 +292,7 @@ class Transcriber:
             from hybridasr.decode.forward import model_logits, to_input_rate
 
             x = self.transform(feats, None)  # CMVN done: the transform does the rest
-            logits = model_logits(self.model, x, self.device)
+            logits = model_logits(self.model, x, self.device, self.chunks)
             ll = logits if self.chain else to_input_rate(
                 scaled_loglikes(logits, self.log_priors, self.opts.prior_scale),
                 self.transform, len(feats))
@@ -272,12 +303,17 @@ class Transcriber:
         if self.lattice_decoder is None:
             r = self.decoder.decode(loglikes, o.acwt, utt=key)
             return (list(r.words) if r.ok else []), None
-        r = self.lattice_decoder.decode(loglikes, o.acwt, utt=key)
+        return self.words_of(key, self.lattice_decoder.decode(loglikes, o.acwt, utt=key))
+
+    def words_of(self, key: str, r) -> Tuple[List[int], Optional[list]]:
+        """The word ids (and CTM words with --ctm) of a ``LatticeResult`` at the LM weight."""
+        o = self.opts
         if not r.ok:
             return [], [] if self.boundary is not None else None
         if self.boundary is not None:
             words = lattice_ctm(r.lattice, self.tm, self.boundary, o.lm_weight,
-                                o.word_ins_penalty, what=f"recording {key}")
+                                o.word_ins_penalty, what=f"recording {key}",
+                                confidence=o.confidence, decode_mbr=o.decode_mbr)
             return [w.word for w in words or []], words or []
         bp = best_path(r.lattice.scaled(1.0, 1.0 / o.lm_weight, o.word_ins_penalty))
         return (bp.words if bp else []), None
@@ -289,12 +325,17 @@ class Transcriber:
             ids, ctm = self.decode(rec.key, ll)
         except HybridAsrError as e:
             return Result(rec.key, error=str(e))
+        return self.result(rec.key, ids, ctm)
+
+    def result(self, key: str, ids: List[int], ctm: Optional[list]) -> Result:
+        """The words of the ids, the CTM's confidences calibrated where there is a
+        calibration."""
         words = [self.graph.words.get(i, str(i)) for i in ids]
         if ctm and self.calibration is not None:
             from hybridasr.decode.confidence_calibration import calibrate_words
 
             calibrate_words(self.calibration, ctm, self.graph.words, self.frame_shift)
-        return Result(rec.key, words, ctm)
+        return Result(key, words, ctm)
 
     def close(self) -> None:
         if self.lattice_decoder is not None:
@@ -302,12 +343,14 @@ class Transcriber:
 
 
 def transcribe_all(t: Transcriber, recs: List[Recording], write_text: Callable[[str], None],
-                   write_ctm: Optional[Callable[[str], None]] = None) -> int:
-    """Transcribes each recording, writing its line (and CTM lines) as it is done; a failed
-    one is reported and skipped. Returns the number of failures."""
+                   write_ctm: Optional[Callable[[str], None]] = None,
+                   run: Optional[Callable[[Recording], Result]] = None) -> int:
+    """Transcribes each recording (``run``: another way to, e.g. the online recognizer's),
+    writing its line (and CTM lines) as it is done; a failed one is reported and skipped.
+    Returns the number of failures."""
     failed = []
     for rec in recs:
-        r = t.transcribe(rec)
+        r = (run or t.transcribe)(rec)
         if r.error is not None:
             log.error("%s", r.error)
             failed.append(rec.source)

@@ -148,6 +148,19 @@ class FeatureExtractor:
                     torch.randn(c, o.window_size, generator=self._generator, out=noise[s:s + c])
                 s += c
             x.add_(noise, alpha=o.dither)
+        out = self.from_frames(x, vtln_warp)
+        result, s = [], 0
+        for cnt in counts:
+            result.append(out[s:s + cnt])
+            s += cnt
+        return result
+
+    @torch.inference_mode()
+    def from_frames(self, x: torch.Tensor, vtln_warp: float = 1.0) -> np.ndarray:
+        """Features of framed (and dithered) samples [frames, window_size], which it
+        modifies: what ``compute_batch`` does after framing and dither (online features frame
+        the samples themselves)."""
+        o = self.opts
         if o.remove_dc_offset:
             x.sub_(x.mean(dim=1, keepdim=True))
         energy = None
@@ -165,12 +178,7 @@ class FeatureExtractor:
         spec = torch.fft.rfft(x, n=o.padded_window_size)
         power = self._type.spectrum(torch.view_as_real(spec).square_().sum(dim=-1))
         feats = self._type.from_mel(torch.matmul(power, self.mel_banks(vtln_warp)), energy)
-        out = feats.numpy()
-        result, s = [], 0
-        for cnt in counts:
-            result.append(out[s:s + cnt])
-            s += cnt
-        return result
+        return feats.numpy()
 
     def _log_energy(self, x: torch.Tensor) -> torch.Tensor:
         e = x.square().sum(dim=1).clamp_min_(_EPS).log_()

@@ -23,7 +23,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from hybridasr.models.options import LstmOptions
+from hybridasr.models.options import BlstmOptions
 
 
 def lengths_or_full(x: torch.Tensor, lengths: Optional[torch.Tensor]) -> torch.Tensor:
@@ -65,14 +65,19 @@ class BlstmLayer(nn.Module):
 
 
 class Blstm(nn.Module):
-    """Stacked BLSTM layers, dropout between layers, a Linear to ``num_outputs`` logits."""
+    """Stacked BLSTM layers, dropout between layers, a Linear to ``num_outputs`` logits.
 
-    Options = LstmOptions  # its options (--num-layers, ...)
+    With ``blstm_subsampling_factor`` f > 1 (a chain model's BLSTM, as Kaldi's chain BLSTMs
+    output every 3rd frame) the layers after the first see its outputs at frames 0, f, 2f, ...
+    only (a row of ``len`` frames keeps ceil(len / f)), so the output has ceil(T / f) frames,
+    and a second Linear gives the xent output (``return_xent``) beside the chain one."""
+
+    Options = BlstmOptions  # its options (--num-layers, ...)
     recurrent = True  # uses the context of the sequence
     carries_state = False  # the backward direction needs the whole sequence: no truncated BPTT
 
     def __init__(self, input_dim: int, num_outputs: int, num_layers: int, hidden_size: int,
-                 proj_size: int, dropout: float):
+                 proj_size: int, dropout: float, blstm_subsampling_factor: int = 1):
         super().__init__()
         layers, dim = [], input_dim
         for _ in range(num_layers):
@@ -81,13 +86,42 @@ class Blstm(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.dropout = nn.Dropout(dropout) if dropout > 0 else None
         self.output = nn.Linear(dim, num_outputs)
+        self.frame_subsampling_factor = int(blstm_subsampling_factor)
+        self.xent = (nn.Linear(dim, num_outputs) if self.frame_subsampling_factor > 1
+                     else None)
+
+    def set_dropout(self, p: float) -> None:
+        """The dropout between layers (a dropout schedule's hook, ``--dropout-schedule``)."""
+        if self.dropout is None:
+            self.dropout = nn.Dropout(float(p))
+        self.dropout.p = float(p)
+
+    def output_lengths(self, lengths) -> torch.Tensor:
+        """Output frames of rows of ``lengths`` input frames: ceil(length / factor)."""
+        f = self.frame_subsampling_factor
+        return torch.div(torch.as_tensor(lengths, dtype=torch.int64) + f - 1, f,
+                         rounding_mode="floor")
 
     def forward(self, x: torch.Tensor, lengths: Optional[torch.Tensor] = None, state=None,
-                return_state: bool = False):
-        idx = reverse_index(lengths_or_full(x, lengths), x.shape[1], x.device)
+                return_state: bool = False, return_xent: bool = False):
+        """Logits [B, ceil(T / factor), num_outputs]; with ``return_xent`` (a subsampling
+        model only) ``(logits, xent logits)``; with ``return_state`` ``(..., None)``."""
+        lens = lengths_or_full(x, lengths)
+        idx = reverse_index(lens, x.shape[1], x.device)
+        f = self.frame_subsampling_factor
         for i, layer in enumerate(self.layers):
             if i > 0 and self.dropout is not None:
                 x = self.dropout(x)
+            if i == 1 and f > 1:  # from the second layer on, at the output rate
+                x, lens = x[:, ::f], self.output_lengths(lens)
+                idx = reverse_index(lens, x.shape[1], x.device)
             x = layer(x, idx)
+        if f > 1 and len(self.layers) == 1:
+            x = x[:, ::f]
         logits = self.output(x)
+        if return_xent:
+            if self.xent is None:
+                raise ValueError("return_xent: this BLSTM has no xent output "
+                                 "(--blstm-subsampling-factor=1)")
+            logits = (logits, self.xent(x))
         return (logits, None) if return_state else logits

@@ -37,3 +37,12 @@ class LstmOptions(ModelOptions):
         if self.proj_size >= self.hidden_size:
             raise ConfigError(f"--proj-size={self.proj_size}: must be 0 (none) or below "
                               f"--hidden-size={self.hidden_size}")
+
+
+@dataclass
+class BlstmOptions(LstmOptions):
+    blstm_subsampling_factor: int = option(
+        1, "BLSTM: output every n-th frame (3 for a chain model, --objective=lfmmi): the first "
+           "layer runs at the input rate, the others at the output rate, and a second (xent) "
+           "output is added", minimum=1)
+

@@ -240,7 +240,8 @@ class LfMmiObjective(Objective):
         f = getattr(model, "frame_subsampling_factor", None)
         if f is not None and int(f) != self.factor:
             raise ConfigError(f"--lfmmi-frame-subsampling-factor={self.factor} but the model "
-                              f"outputs every {f}th frame")
+                              f"outputs every {f}th frame (--tdnnf-subsampling-factor, "
+                              f"--blstm-subsampling-factor)")
         if self.chain_opts.xent_regularize > 0 and \
                 "return_xent" in inspect.signature(model.forward).parameters:
             return {"return_xent": True}

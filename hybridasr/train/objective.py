@@ -112,7 +112,13 @@ class Objective(ABC):
     def model_kwargs(self, model) -> dict:
         """Keyword arguments the loop passes to the model's forward besides the features and
         lengths (e.g. ``{"return_xent": True}``); ``__call__`` then gets the model's output as
-        the model returns it. ``model``: the network (unwrapped from DDP)."""
+        the model returns it. ``model``: the network (unwrapped from DDP). A model that
+        outputs every n-th frame only is an error here: only the chain objective takes it."""
+        f = int(getattr(model, "frame_subsampling_factor", 1) or 1)
+        if f > 1:
+            raise ConfigError(f"the model outputs every {f}th frame (a chain model: "
+                              f"--tdnnf-subsampling-factor, --blstm-subsampling-factor): train "
+                              f"it with --objective=lfmmi")
         return {}
 
     def model_inputs(self, feats: torch.Tensor, batch, training: bool) -> torch.Tensor:

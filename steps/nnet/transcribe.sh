@@ -15,6 +15,10 @@ lattice_beam=8.0
 cmvn=auto           # auto|online|utterance|none (transcribe.py --help)
 feat_config=        # default: <model-dir>/conf/mfcc.conf or conf/fbank.conf
 device=cpu
+online=false        # true: streaming, each recording fed in pieces (transcribe.py --online)
+piece_seconds=0.1   # --online: seconds of audio a piece
+chunking=           # size:step windows of the network (default: the model's training
+                    # chunking; transcribe.py --help)
 # End configuration section.
 
 echo "$0 $@" >&2  # Print the command line for logging (stdout is the transcript).
@@ -40,6 +44,9 @@ Options:
   --cmvn auto|online|utterance|none  # (default: $cmvn)
   --feat-config <file>         # the training features' conf (default: <model-dir>/conf/)
   --device cpu|cuda|auto       # (default: $device)
+  --online true|false          # streaming, in --piece-seconds pieces (default: $online)
+  --piece-seconds <float>      # (default: $piece_seconds)
+  --chunking <size:step>       # the network's windows (default: the model's training chunking)
 USAGE
   exit 1
 fi
@@ -54,5 +61,6 @@ done
 
 transcribe.py --acwt=$acwt --lm-weight=$lm_weight --word-ins-penalty=$word_ins_penalty \
   --beam=$beam --lattice-beam=$lattice_beam --cmvn=$cmvn --device=$device \
+  --online=$online --piece-seconds=$piece_seconds ${chunking:+--chunking=$chunking} \
   ${wav_scp:+--wav-scp="$wav_scp"} ${ctm:+--ctm="$ctm"} ${feat_config:+--feat-config="$feat_config"} \
   "$model_dir" "$graph_dir" "$@"

@@ -14,7 +14,12 @@
 // each with its graph and (scaled) acoustic cost; final costs on the last frame's tokens (the
 // graph's final weights, or 0 for every token when no final state was reached).
 //
-// C interface for ctypes: hasr_lf_new / hasr_lf_decode / hasr_lf_get / hasr_lf_free.
+// Decoding is incremental: Init (an utterance), Advance (more frames), the partial best path
+// (each token keeps its best predecessor, Kaldi's LatticeFasterOnlineDecoder traceback), Finish.
+//
+// C interface for ctypes: hasr_lf_new / hasr_lf_init / hasr_lf_advance / hasr_lf_num_frames /
+// hasr_lf_partial / hasr_lf_finish / hasr_lf_decode (all three at once) / hasr_lf_get /
+// hasr_lf_free.
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +37,9 @@ struct Token {
   float extra;    // how much worse than the best path the best path through it is (pruning)
   int32_t state;  // graph state
   int32_t links;  // first forward link, -1: none
+  int32_t back;   // best predecessor's index (this frame if back_eps, else the previous), -1
+  int32_t back_olabel;
+  bool back_eps;
 };
 
 struct Link {
@@ -52,37 +60,96 @@ class LatticeFaster {
                 const Options &opts)
       : states_(states), arcs_(arcs), opts_(opts), map_(num_states, -1) {}
 
-  // 0: ok; 1: no token survived; 2: an input label beyond the matrix's columns
-  int Decode(int32_t start, const float *ll, int32_t num_frames, int32_t num_cols) {
+  // begins an utterance (Kaldi's InitDecoding)
+  void Init(int32_t start) {
     frames_.clear();
     links_.clear();
     last_final_.clear();
+    ResetMap();
     dead_links_ = 0;
     reached_final_ = bad_label_ = false;
-    num_cols_ = num_cols;
+    status_ = 0;
+    pruned_to_ = 0;
+    start_ = start;
     frames_.emplace_back();
-    FindOrAdd(0, start, 0.0f, nullptr);
+    FindOrAdd(0, start, 0.0f, nullptr, -1, 0, false);
     ProcessNonemitting(0, opts_.beam);
     ResetMap();
-    int32_t pruned_to = 0;  // frames before this have been pruned with a later frontier
-    for (int32_t t = 0; t < num_frames; t++) {
+  }
+
+  // decodes num_frames more frames (Kaldi's AdvanceDecoding); 0: ok; 1: no token survived;
+  // 2: an input label beyond the matrix's columns; once not 0, it stays so
+  int Advance(const float *ll, int32_t num_frames, int32_t num_cols) {
+    if (status_ != 0) return status_;
+    num_cols_ = num_cols;
+    for (int32_t i = 0; i < num_frames; i++) {
+      const int32_t t = NumFramesDecoded();
       frames_.emplace_back();
-      float cutoff = ProcessEmitting(t, ll + static_cast<int64_t>(t) * num_cols);
-      if (bad_label_) return 2;
+      float cutoff = ProcessEmitting(t, ll + static_cast<int64_t>(i) * num_cols);
+      if (bad_label_) {
+        ResetMap();
+        return status_ = 2;
+      }
       ProcessNonemitting(t + 1, cutoff);
       ResetMap();
-      if (frames_[t + 1].empty()) return 1;
+      if (frames_[t + 1].empty()) return status_ = 1;
       if ((t + 1) % opts_.prune_interval == 0) {
-        PruneActive(t + 1, pruned_to, false);
-        pruned_to = t + 1;
+        PruneActive(t + 1, pruned_to_, false);
+        pruned_to_ = t + 1;  // frames before this have been pruned with a later frontier
       }
     }
+    return 0;
+  }
+
+  // final pruning with the final weights (Kaldi's FinalizeDecoding); the codes of Advance
+  int Finish() {
+    if (status_ != 0) return status_;
+    const int32_t num_frames = NumFramesDecoded();
     SetFinalExtras(num_frames);
     PruneActive(num_frames, 0, true);
     // every surviving token is reached from the start token (its cheapest incoming link
     // survives with it), which stays the first token of frame 0
-    if (frames_[0].empty() || frames_[0][0].state != start) return 1;
+    if (frames_[0].empty() || frames_[0][0].state != start_) return status_ = 1;
+    status_ = 3;  // finished: a new utterance needs Init
     return 0;
+  }
+
+  int32_t NumFramesDecoded() const {
+    return frames_.empty() ? 0 : static_cast<int32_t>(frames_.size()) - 1;
+  }
+
+  // the output labels (0s dropped) of the best token's chain of best predecessors, the best
+  // token of the last decoded frame without final weights (Kaldi's partial best path);
+  // returns how many there are, writing at most `cap` of them
+  // (with `use_final`: the token best with its final weight, where a final state was reached:
+  // the best path of the whole utterance at the search's own scale, Kaldi's GetBestPath)
+  int64_t PartialBest(int32_t *out, int64_t cap, int32_t use_final) const {
+    if (frames_.empty() || status_ == 1 || status_ == 2) return 0;
+    int32_t f = static_cast<int32_t>(frames_.size()) - 1, i = -1;
+    float best = kInf;
+    if (use_final) {
+      for (size_t k = 0; k < frames_[f].size(); k++) {
+        const float c = frames_[f][k].cost + FinalWeight(frames_[f][k].state);
+        if (c < best) { best = c; i = static_cast<int32_t>(k); }
+      }
+    }
+    if (i < 0)
+      for (size_t k = 0; k < frames_[f].size(); k++)
+        if (i < 0 || frames_[f][k].cost < frames_[f][i].cost) i = static_cast<int32_t>(k);
+    std::vector<int32_t> labels;
+    int64_t steps = 0, limit = 0;
+    for (const auto &fr : frames_) limit += fr.size();
+    while (i >= 0 && steps++ <= limit) {  // the limit guards a (malformed) negative cycle
+      const Token &tok = frames_[f][i];
+      if (tok.back < 0) break;
+      if (tok.back_olabel != 0) labels.push_back(tok.back_olabel);
+      if (!tok.back_eps) f--;
+      i = tok.back;
+    }
+    std::reverse(labels.begin(), labels.end());
+    for (int64_t k = 0; k < static_cast<int64_t>(labels.size()) && k < cap; k++)
+      out[k] = labels[k];
+    return static_cast<int64_t>(labels.size());
   }
 
   bool reached_final() const { return reached_final_; }
@@ -138,16 +205,21 @@ class LatticeFaster {
   }
 
   // the token of `state` in frame f (the frame being built); `improved`: new or cheaper
-  int32_t FindOrAdd(int32_t f, int32_t state, float cost, bool *improved) {
+  // (back, olabel, eps: the predecessor that gives `cost`, for the partial best path)
+  int32_t FindOrAdd(int32_t f, int32_t state, float cost, bool *improved, int32_t back,
+                    int32_t olabel, bool eps) {
     int32_t &slot = map_[state];
     std::vector<Token> &toks = frames_[f];
     if (slot < 0) {
       slot = static_cast<int32_t>(toks.size());
-      toks.push_back(Token{cost, 0.0f, state, -1});
+      toks.push_back(Token{cost, 0.0f, state, -1, back, olabel, eps});
       touched_.push_back(state);
       if (improved) *improved = true;
     } else if (cost < toks[slot].cost) {
       toks[slot].cost = cost;
+      toks[slot].back = back;
+      toks[slot].back_olabel = olabel;
+      toks[slot].back_eps = eps;
       if (improved) *improved = true;
     } else if (improved) {
       *improved = false;
@@ -247,7 +319,8 @@ class LatticeFaster {
         const float c = tok_cost + w + ac;
         if (!(c <= next_cutoff)) continue;  // also drops NaN
         if (c + adaptive_beam < next_cutoff) next_cutoff = c + adaptive_beam;
-        const int32_t nt = FindOrAdd(t + 1, arcs_[4 * a + 3], c, nullptr);
+        const int32_t nt = FindOrAdd(t + 1, arcs_[4 * a + 3], c, nullptr,
+                                     static_cast<int32_t>(i), arcs_[4 * a + 1], false);
         const int32_t l = NewLink(Link{nt, il, arcs_[4 * a + 1], w, ac, frames_[t][i].links});
         frames_[t][i].links = l;
       }
@@ -276,7 +349,8 @@ class LatticeFaster {
         const float c = cost + w;
         if (!(c < cutoff)) continue;
         bool improved;
-        const int32_t nt = FindOrAdd(f, arcs_[4 * a + 3], c, &improved);
+        const int32_t nt = FindOrAdd(f, arcs_[4 * a + 3], c, &improved, i, arcs_[4 * a + 1],
+                                     true);
         const int32_t l = NewLink(Link{nt, 0, arcs_[4 * a + 1], w, 0.0f, frames_[f][i].links});
         frames_[f][i].links = l;
         if (improved) queue_.push_back(nt);
@@ -411,13 +485,18 @@ class LatticeFaster {
     }
     toks.resize(n);
     if (last) last_final_.resize(n);
-    for (auto &tok : toks)
+    for (auto &tok : toks) {
       for (int32_t l = tok.links; l >= 0; l = links_[l].tail)
         if (links_[l].ilabel == 0) links_[l].next = renumber_[links_[l].next];
+      if (tok.back_eps && tok.back >= 0) tok.back = renumber_[tok.back];
+    }
     if (f > 0)
       for (auto &tok : frames_[f - 1])
         for (int32_t l = tok.links; l >= 0; l = links_[l].tail)
           if (links_[l].ilabel != 0) links_[l].next = renumber_[links_[l].next];
+    if (static_cast<size_t>(f) + 1 < frames_.size())
+      for (auto &tok : frames_[f + 1])
+        if (!tok.back_eps && tok.back >= 0) tok.back = renumber_[tok.back];
   }
 
   // prunes frames frontier - 1 .. 0 against the frontier's extra costs (0 while decoding: a
@@ -460,7 +539,8 @@ class LatticeFaster {
   const uint32_t *states_;
   const int32_t *arcs_;
   Options opts_;
-  int32_t num_cols_ = 0;
+  int32_t num_cols_ = 0, start_ = 0, pruned_to_ = 0;
+  int status_ = 3;  // 0: decoding; 1, 2: failed (Advance's codes); 3: none begun or finished
   bool bad_label_ = false, reached_final_ = false;
   std::vector<std::vector<Token>> frames_;
   std::vector<Link> links_;
@@ -481,11 +561,23 @@ void *hasr_lf_new(const uint32_t *states, const int32_t *arcs, int64_t num_state
   return new LatticeFaster(states, arcs, num_states, o);
 }
 
-int hasr_lf_decode(void *d, int32_t start, const float *ll, int32_t num_frames,
-                   int32_t num_cols, int64_t *num_states, int64_t *num_arcs,
-                   int32_t *reached_final) {
+void hasr_lf_init(void *d, int32_t start) { static_cast<LatticeFaster *>(d)->Init(start); }
+
+int hasr_lf_advance(void *d, const float *ll, int32_t num_frames, int32_t num_cols) {
+  return static_cast<LatticeFaster *>(d)->Advance(ll, num_frames, num_cols);
+}
+
+int32_t hasr_lf_num_frames(void *d) {
+  return static_cast<LatticeFaster *>(d)->NumFramesDecoded();
+}
+
+int64_t hasr_lf_partial(void *d, int32_t *out, int64_t cap, int32_t use_final) {
+  return static_cast<LatticeFaster *>(d)->PartialBest(out, cap, use_final);
+}
+
+int hasr_lf_finish(void *d, int64_t *num_states, int64_t *num_arcs, int32_t *reached_final) {
   auto *dec = static_cast<LatticeFaster *>(d);
-  int rc = dec->Decode(start, ll, num_frames, num_cols);
+  int rc = dec->Finish();
   *reached_final = dec->reached_final() ? 1 : 0;
   if (rc != 0) {
     *num_states = *num_arcs = 0;
@@ -493,6 +585,20 @@ int hasr_lf_decode(void *d, int32_t start, const float *ll, int32_t num_frames,
   }
   dec->Sizes(num_states, num_arcs);
   return 0;
+}
+
+int hasr_lf_decode(void *d, int32_t start, const float *ll, int32_t num_frames,
+                   int32_t num_cols, int64_t *num_states, int64_t *num_arcs,
+                   int32_t *reached_final) {
+  auto *dec = static_cast<LatticeFaster *>(d);
+  dec->Init(start);
+  int rc = dec->Advance(ll, num_frames, num_cols);
+  if (rc != 0) {
+    *reached_final = 0;
+    *num_states = *num_arcs = 0;
+    return rc;
+  }
+  return hasr_lf_finish(d, num_states, num_arcs, reached_final);
 }
 
 void hasr_lf_get(void *d, int32_t *src, int32_t *dst, int32_t *ilabel, int32_t *olabel,

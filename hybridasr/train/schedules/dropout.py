@@ -53,7 +53,7 @@ def apply_dropout_schedule(model, schedule: str, epoch: int, num_epochs: int) ->
     if setter is None:
         raise ConfigError(f"--dropout-schedule={schedule}: the model "
                           f"({type(model).__name__}) has no dropout to schedule (the TDNN-F "
-                          f"has: --model=tdnnf)")
+                          f"and the BLSTM have: --model=tdnnf, --model=blstm)")
     p = epoch_dropout(schedule, epoch, num_epochs)
     setter(p)
     return p
