@@ -43,7 +43,6 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 POLISH = REPO.parent / "shared" / "data" / "kaldi_polish"
 
 

@@ -216,8 +216,6 @@ def lattice_ctm(lat: CompactLattice, tm: TransitionModel, boundary: Dict[int, st
     ``confidence="mbr"``: ``lattice-to-ctm-conf``'s MBR words (``decode_mbr``) or best-path
     words with bin posteriors (hybridasr.decode.mbr) instead of the per-frame posteriors."""
     if confidence == "mbr":
-        from hybridasr.decode.mbr import mbr_ctm_words
-
         return mbr_ctm_words(lat, tm, boundary, lm_weight, word_ins_penalty, what,
                              prune_beam, decode_mbr)
     if confidence != "frame":
@@ -300,4 +298,50 @@ def read_ctm(path: str) -> CtmWords:
             out.words.append(parts[4])
             out.seconds.append(dur)
             out.confs.append(conf)
+    return out
+
+
+def mbr_ctm_words(lat: CompactLattice, tm, boundary, lm_weight: float,
+                  word_ins_penalty: float = 0.0, what: str = "lattice",
+                  prune_beam: float = 5.0, decode_mbr: bool = True):
+    """``lattice-to-ctm-conf``'s words for a CTM (``CtmWord``; None: no
+    path): with ``decode_mbr`` the MBR words, else the best path's; confidences their bin
+    posteriors. Times: the best path's phone-based word spans (``word_spans``) for the
+    words the MBR hypothesis shares with the best path (aligned by edit distance), the MBR
+    times (rounded to frames) for the others: the lattice's word arcs are not word-aligned as
+    Kaldi's ``lattice-align-words`` makes them, so their state times include silence."""
+    import kaldialign
+
+    from hybridasr.decode.mbr import lattice_mbr
+
+    bp = best_path(lat.scaled(1.0, 1.0 / lm_weight, word_ins_penalty))
+    if bp is None:
+        return None
+    spans = word_spans(tm, bp.tids, bp.words, boundary, what)
+    res = lattice_mbr(lat, lm_weight, word_ins_penalty, prune_beam, decode_mbr, bp.words)
+    if res is None:
+        return None
+    out: List[CtmWord] = []
+    exact: List[bool] = []
+    i = j = 0
+    for ref, hyp in kaldialign.align(bp.words, res.words, -1):
+        if hyp != -1:
+            if ref == hyp:
+                cw = spans[i]
+                out.append(CtmWord(hyp, cw.start, cw.frames, float(res.confidences[j])))
+                exact.append(True)
+            else:
+                b, e = (int(round(t)) for t in res.times[j])
+                out.append(CtmWord(hyp, b, max(e - b, 0), float(res.confidences[j])))
+                exact.append(False)
+            j += 1
+        if ref != -1:
+            i += 1
+    for k, cw in enumerate(out):  # averaged times kept between their neighbours
+        if exact[k]:
+            continue
+        lo = out[k - 1].start + out[k - 1].frames if k else 0
+        hi = out[k + 1].start if k + 1 < len(out) else cw.start + cw.frames
+        start = min(max(cw.start, lo), max(hi, lo))
+        cw.frames, cw.start = max(min(cw.start + cw.frames, hi) - start, 0), start
     return out

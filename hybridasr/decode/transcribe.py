@@ -85,7 +85,7 @@ class TranscribeOptions:
                                "size frames every step frames, each keeping its middle step "
                                "outputs (a latency-controlled BLSTM's chunks); empty: whole "
                                "recordings (with --online: the model's training chunking, "
-                               "else 140:100)")
+                               "else 120:40)")
 
 
 @dataclass
