@@ -84,6 +84,18 @@ def online_cmvn(feats: np.ndarray, global_stats: Optional[np.ndarray], norm_vars
     count = (hi - lo).astype(np.float64)
     sums = csum[hi] - csum[lo]
     sq = csq[hi] - csq[lo] if norm_vars else None
+    return window_normalise(xd, sums, sq, count, global_stats, norm_vars, cmn_window,
+                            global_frames)
+
+
+def window_normalise(xd: np.ndarray, sums: np.ndarray, sq: Optional[np.ndarray],
+                     count: np.ndarray, global_stats: Optional[np.ndarray], norm_vars: bool,
+                     cmn_window: int = CMN_WINDOW, global_frames: int = GLOBAL_FRAMES
+                     ) -> np.ndarray:
+    """Frames ``xd`` (float64) normalised by the sums (and squares) of their windows of
+    ``count`` frames, made up to ``cmn_window`` frames with at most ``global_frames`` frames'
+    worth of ``global_stats`` (Kaldi's OnlineCmvn), float32."""
+    dim = xd.shape[1]
     if global_stats is not None:
         g = check_stats(global_stats, "global CMVN stats")
         if g.shape[1] != dim + 1:

@@ -25,7 +25,8 @@ import torch
 
 from hybridasr.errors import FormatError
 from hybridasr.features.extractor import FeatureExtractor, utterance_seed
-from hybridasr.features.online_cmvn import CMN_WINDOW, GLOBAL_FRAMES, check_stats
+from hybridasr.features.online_cmvn import (CMN_WINDOW, GLOBAL_FRAMES, check_stats,
+                                            window_normalise)
 
 
 class OnlineFeatures:
@@ -181,17 +182,6 @@ class OnlineCmvnState:
         count = (hi - lo).astype(np.float64)
         sums = self._csum[hi - self._t0] - self._csum[lo - self._t0]
         sq = self._csq[hi - self._t0] - self._csq[lo - self._t0] if self.norm_vars else None
-        if self.g is not None:
-            g = self.g
-            if g.shape[1] != dim + 1:
-                raise FormatError(f"global CMVN stats of dim {g.shape[1] - 1} do not fit "
-                                  f"features of dim {dim}")
-            extra = np.clip(self.window - count, 0, self.global_frames)
-            w = (extra / g[0, dim])[:, None]
-            sums = sums + w * g[0, :dim]
-            if self.norm_vars:
-                sq = sq + w * g[1, :dim]
-            count = count + extra
         self._t += t
         keep = self._t - self.window  # the oldest row a later frame needs
         if keep > self._t0:
@@ -199,8 +189,5 @@ class OnlineCmvnState:
             if self.norm_vars:
                 self._csq = self._csq[keep - self._t0:]
             self._t0 = keep
-        mean = sums / count[:, None]
-        if not self.norm_vars:
-            return (xd - mean).astype(np.float32)
-        var = np.maximum(sq / count[:, None] - mean * mean, 1.0e-20)
-        return ((xd - mean) / np.sqrt(var)).astype(np.float32)
+        return window_normalise(xd, sums, sq, count, self.g, self.norm_vars, self.window,
+                                self.global_frames)
