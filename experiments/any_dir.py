@@ -95,6 +95,14 @@ CASES: Dict[str, dict] = {
         src="kaldi_digits", build=shapes.dict_only_copy,
         args=["--ali", "exp/mono_ali", "--graph", "exp/mono/graph", "--lang", "data/local/dict"],
         shape="kaldi_digits without data/lang: a GMM dir with only data/local/dict"),
+    "yesno": dict(
+        src="waves_yesno", build=shapes.yesno_dir, test="data/test_yesno",
+        args=["--train", "data/train_yesno", "--lang", "data/local/dict", "--lm-arpa",
+              "data/local/lm_tg.arpa", "--oov-word", "<SIL>", "--ali", "none"],
+        published=(0.0, "mono0a (Kaldi's published WER)"),
+        shape="Kaldi's egs/yesno/s5 dir before its GMM, from waves_yesno: 8 kHz, one speaker "
+              "('global'), 30 training utterances, a dict dir and a unigram ARPA LM; no exp/, "
+              "so no GMM (--ali none: the flat start)"),
 }
 FAST = [c for c, v in CASES.items() if not v.get("slow")]
 _ERROR = re.compile(r"\bERROR\b|Error\b|\berror:|Exception\b|No such file|command not found|"
@@ -116,6 +124,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--table-only", action="store_true",
                    help="run nothing: tabulate the cases' results already in --work-dir")
     p.add_argument("--out", default="docs/any_dir.md", help="markdown file ('-': stdout)")
+    p.add_argument("--run-opts", default="",
+                   help="more ./run.sh options for every case, e.g. '--chain true' (the chain "
+                        "model's WER then gets its own column)")
     return p
 
 
@@ -166,10 +177,13 @@ def recipe_wer(s5: Path, exp_name: str = "blstm") -> Optional[dict]:
         seq = s5 / "exp" / f"{exp_name}_{crit}" / "summary.json"
         if seq.exists() and json.loads(seq.read_text()).get("wer") is not None:
             out.update(wer=json.loads(seq.read_text())["wer"], model=f"{exp_name}_{crit}")
+    chain = s5 / "exp" / "chain" / "tdnn" / "summary.json"
+    if chain.exists():
+        out["chain_wer"] = json.loads(chain.read_text()).get("wer")
     return out
 
 
-def run_case(name: str, work: Path, keep: bool) -> dict:
+def run_case(name: str, work: Path, keep: bool, run_opts: str = "") -> dict:
     """One case: its Kaldi dir (built where reshaped), a recipe copy, ``./run.sh``; never
     raises for the recipe's failure (nor a shape's: both are the case's result)."""
     c = CASES[name]
@@ -186,7 +200,9 @@ def run_case(name: str, work: Path, keep: bool) -> dict:
             kaldi = c["build"](kaldi, cwork / "kaldi")
         res["kaldi_dir"] = str(kaldi)
         s5 = make_recipe_copy(cwork / "s5")
-        cmd = ["./run.sh", "--kaldi-dir", str(kaldi), *c["args"], "--test", "data/test"]
+        cmd = ["./run.sh", "--kaldi-dir", str(kaldi), *c["args"], "--test",
+               c.get("test", "data/test"),
+               *shlex.split(run_opts)]
         res["command"] = shlex.join(cmd)
         # one thread unless the caller says otherwise (a 2-core machine shared with others)
         env = dict(os.environ, HYBRIDASR_ROOT=str(REPO),
@@ -202,11 +218,13 @@ def run_case(name: str, work: Path, keep: bool) -> dict:
         res.update(w or {})
         if rc == 0 and not w:
             res["error"] = "finished, but no exp/blstm/summary.json"
+        elif rc == 0 and "--chain" in run_opts and "chain_wer" not in res:
+            res["error"] = "finished, but no exp/chain/tdnn/summary.json"
     except Exception as e:  # a shape that cannot be built is this case's result too
         res.update(rc=None, error=f"{type(e).__name__}: {e}")
     res["minutes"] = round((time.time() - t0) / 60.0, 1)
-    best = shapes.best_kaldi_system(SHARED / c["src"])  # a copy links the same exp/
-    if best:
+    best = shapes.best_kaldi_system(SHARED / c["src"]) or c.get("published")  # a copy
+    if best:  # links the same exp/; a dir without one: the Kaldi recipe's published figure
         res["kaldi_wer"], res["kaldi_system"] = best[0], best[1]
     if not keep and cwork.exists():
         shutil.rmtree(cwork, ignore_errors=True)
@@ -230,10 +248,10 @@ def _fmt(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def verdict(r: dict) -> str:
-    if r.get("wer") is None or r.get("kaldi_wer") is None:
+def verdict(r: dict, key: str = "wer") -> str:
+    if r.get(key) is None or r.get("kaldi_wer") is None:
         return "-"
-    return "yes" if r["wer"] < r["kaldi_wer"] else "tie" if r["wer"] == r["kaldi_wer"] else "no"
+    return "yes" if r[key] < r["kaldi_wer"] else "tie" if r[key] == r["kaldi_wer"] else "no"
 
 
 def table(results: List[dict], command: str) -> str:
@@ -243,6 +261,7 @@ def table(results: List[dict], command: str) -> str:
                             capture_output=True, text=True).stdout.strip() or "?"
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
                            capture_output=True, text=True).stdout.strip()
+    chain = any("chain_wer" in r or "--chain" in r.get("command", "") for r in results)
     out = ["# The default recipe on every Kaldi dir at hand", "",
            f"Generated {datetime.date.today().isoformat()} at commit {commit}"
            f"{' (with uncommitted changes)' if dirty else ''} by `{command}`.", "",
@@ -254,7 +273,8 @@ def table(results: List[dict], command: str) -> str:
            "whole case on a 2-core machine shared with other jobs (a rough cost). Run it "
            "before resolving any change to a default.", "",
            "| case | shape | finished or the error | our WER | best Kaldi system | beat it? "
-           "| minutes |", "| --- | --- | --- | --- | --- | --- | --- |"]
+           + ("| chain WER | chain beat it? " if chain else "") + "| minutes |",
+           "| --- " * (9 if chain else 7) + "|"]
     for r in results:
         status = "finished" if r.get("rc") == 0 and not r.get("error") else \
             f"rc {r.get('rc')}: `{(r.get('error') or '').replace('|', '/').replace('`', '')[:300]}`"
@@ -262,8 +282,9 @@ def table(results: List[dict], command: str) -> str:
         if r.get("model", "blstm") != "blstm" and r.get("ce_wer") is not None:
             wer += f" ({r['model']}; CE {_fmt(r['ce_wer'])})"
         kaldi = f"{r['kaldi_system']} {_fmt(r['kaldi_wer'])}" if "kaldi_system" in r else "-"
+        more = f"| {_fmt(r.get('chain_wer'))} | {verdict(r, 'chain_wer')} " if chain else ""
         out.append(f"| {r['case']} | {r['shape']} | {status} | {wer} | {kaldi} | {verdict(r)} "
-                   f"| {r['minutes']:.1f} |")
+                   f"{more}| {r['minutes']:.1f} |")
     missing = [c for c in CASES if c not in {r["case"] for r in results}]
     if missing:
         out += ["", "Not in this run: " + ", ".join(f"{c} ({CASES[c]['shape']})" for c in missing)
@@ -291,7 +312,8 @@ def main(argv=None) -> int:
         names = [n for n in names if n in results]
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = {pool.submit(run_case, n, work, args.keep): n for n in names}
+            futures = {pool.submit(run_case, n, work, args.keep, args.run_opts): n
+                       for n in names}
             for fut in concurrent.futures.as_completed(futures):
                 r = fut.result()
                 results[r["case"]] = r

@@ -187,3 +187,36 @@ def replicated_copy(src: Path, dst: Path, copies: int = 10, ali: str = "exp/mono
 def dict_only_copy(src: Path, dst: Path, lang: str = "data/lang") -> Path:
     """``src`` without ``lang``: a GMM dir whose only lexicon is ``data/local/dict``."""
     return linked_copy(src, dst, [lang])
+
+
+# Kaldi's egs/yesno/s5/input/task.arpabo: YES and NO equally likely, no context
+YESNO_ARPA = ("\\data\\\nngram 1=4\n\n\\1-grams:\n-1\tNO\n-1\tYES\n-99\t<s>\n-1\t</s>\n\n"
+              "\\end\\\n")
+
+
+def yesno_dir(src: Path, dst: Path) -> Path:
+    """The Kaldi dir that ``egs/yesno/s5`` prepares before any GMM, from ``src`` (the 60 wavs
+    of waves_yesno): ``data/train_yesno`` the first 30 files in sorted order, ``data/test_yesno``
+    the other 30 (utterance id: the file name, speaker ``global``, words ``YES``/``NO``), the
+    dict dir ``data/local/dict`` (``<SIL> SIL``, ``YES Y``, ``NO N``), the unigram
+    ``data/local/lm_tg.arpa`` and ``conf/mfcc.conf`` (8 kHz, no energy). No ``exp/``: the
+    recipe's own flat start (``--ali none``) is what trains here."""
+    wavs = sorted(p for p in src.iterdir() if p.suffix == ".wav")
+    if len(wavs) != 60:
+        raise ValueError(f"{src}: expected the 60 wavs of waves_yesno, found {len(wavs)}")
+    words = {"0": "NO", "1": "YES"}
+    for name, part in (("train_yesno", wavs[:30]), ("test_yesno", wavs[30:])):
+        d = dst / "data" / name
+        write_kv(d / "wav.scp", {w.stem: str(w.resolve()) for w in part})
+        write_kv(d / "text", {w.stem: " ".join(words[c] for c in w.stem.split("_"))
+                              for w in part})
+        write_kv(d / "utt2spk", {w.stem: "global" for w in part})
+        _write_spk2utt(d)
+    dict_dir = dst / "data" / "local" / "dict"
+    write_kv(dict_dir / "lexicon.txt", {"<SIL>": "SIL", "YES": "Y", "NO": "N"})
+    write_conf(dict_dir / "nonsilence_phones.txt", "N\nY\n")
+    write_conf(dict_dir / "silence_phones.txt", "SIL\n")
+    write_conf(dict_dir / "optional_silence.txt", "SIL\n")
+    write_conf(dst / "data" / "local" / "lm_tg.arpa", YESNO_ARPA)
+    write_conf(dst / "conf" / "mfcc.conf", "--use-energy=false\n--sample-frequency=8000\n")
+    return dst

@@ -173,3 +173,40 @@ def test_realign_round_sh_input_checks(nnet_dir, kaldi_digits, repo_dir, env_wit
             f"{tmp_path}/re", env_with_path, tmp_path)
     assert p.returncode != 0 and f"missing file {bare}/final.nnet" in p.stderr
     assert not (tmp_path / "ali").exists() and not (tmp_path / "re").exists()
+
+
+def test_align_sh_on_a_one_speaker_dir_runs_one_job(nnet_dir, kaldi_digits, repo_dir,
+                                                    env_with_path, tmp_path):
+    """A dir of one speaker (Kaldi's yesno: every utterance 'global'): --nj 2 cannot be split
+    by speaker, so align.sh runs one job and says so (utils/jobs_for_speakers.sh), instead of
+    split_data.sh's refusal."""
+    exp, data = nnet_dir
+    one = tmp_path / "one_speaker"
+    shutil.copytree(data, one)
+    utts = [ln.split()[0] for ln in (data / "utt2spk").read_text().splitlines()]
+    (one / "utt2spk").write_text("".join(f"{u} global\n" for u in utts))
+    (one / "spk2utt").write_text("global " + " ".join(utts) + "\n")
+    first_stats = (data / "cmvn.scp").read_text().splitlines()[0].split()[1]
+    (one / "cmvn.scp").write_text(f"global {first_stats}\n")
+    ali = tmp_path / "exp/mlp_ali"
+    p = _sh(f"{repo_dir}/steps/nnet/align.sh --nj 2 {one} {kaldi_digits}/data/lang {exp} {ali}",
+            env_with_path, tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:] + p.stdout[-2000:]
+    assert f"{one} has only 1 speaker(s): using --nj 1 instead of 2" in p.stderr
+    assert (ali / "num_jobs").read_text().strip() == "1"
+    assert len({x[1] for x in iter_alignment_dir(str(ali))}) == len(utts) == 120
+
+
+@pytest.mark.parametrize("nj,spk2utt,out,err", [
+    ("4", "a u1\nb u2\n", "2", "has only 2 speaker(s): using --nj 2 instead of 4"),
+    ("2", "a u1\nb u2\nc u3\n", "2", ""),
+    ("0", "a u1\n", None, "--nj must be a positive integer, got '0'"),
+    ("2", None, None, "spk2utt is missing or empty")])
+def test_jobs_for_speakers(tmp_path, repo_dir, nj, spk2utt, out, err):
+    if spk2utt is not None:
+        (tmp_path / "spk2utt").write_text(spk2utt)
+    p = subprocess.run([str(repo_dir / "utils/jobs_for_speakers.sh"), "caller.sh",
+                        str(tmp_path), nj], capture_output=True, text=True, timeout=30)
+    assert (p.returncode == 0) == (out is not None)
+    assert p.stdout.strip() == (out or "")
+    assert err in p.stderr and (not err or p.stderr.startswith("caller.sh: "))

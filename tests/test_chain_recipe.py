@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 from chain_helpers import gmm_training_lattices, write_lattice_dir
@@ -123,7 +124,18 @@ def test_run_sh_refuses_chain_where_it_cannot_finish(tmp_path, kaldi_digits, rep
     out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--lang", "data/lang_nog", "--chain",
                "true", rc=1)
     assert f"needs a G.fst, and {kaldi}/data/lang_nog has none" in out, out
-    assert "--chain-opts" in out and "--lang-test" in out
+    assert "--chain-opts" in out and "--lang-test" in out and "--lm-arpa" in out
+    # a dict dir beside the GMM with --lm-text: stage 0 makes data/lang_test with a G.fst,
+    # the chain graph's (not refused); the dirs given as absolute paths (--lang outside the
+    # Kaldi dir)
+    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--ali", kaldi / "exp/mono_ali",
+               "--graph", kaldi / "exp/mono/graph", "--lang",
+               kaldi_digits / "data/local/dict", "--lm-text",
+               kaldi_digits / "data/local/corpus.txt", "--lm-order", "1", "--chain", "true",
+               "--stop-stage", "0")
+    assert "needs a G.fst" not in out and (s5 / "data/lang_test/G.fst").stat().st_size > 0
+    assert (s5 / "data/lang/L.fst").exists() and not (s5 / "data/lang/G.fst").exists()
+    shutil.rmtree(s5 / "data")
     out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--chain", "yes", rc=1)
     assert 'expected "true" or "false": --chain yes' in out
     assert not (s5 / "data").exists()  # (refused before stage 0)

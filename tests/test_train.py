@@ -313,3 +313,22 @@ def test_keep_initial_model_when_no_epoch_improves(digits, tmp_path, caplog):
     a, b = load_model(str(first / "final.nnet"))[0], load_model(str(kept / "final.nnet"))[0]
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(x, y), name
+
+
+def test_cv_criterion_errors_judges_epochs_by_the_cv_frame_errors(digits, tmp_path):
+    """--cv-criterion=errors: newbob accepts or rejects each epoch by its cv frame error rate
+    (the figure its reason quotes), not by the cv loss."""
+    exp = tmp_path / "fer"
+    assert _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=3", "--progress-every=0",
+                            "--num-threads=2", "--cv-criterion=errors")) == 0
+    h = history(exp)
+    assert len(h) >= 3
+    best = h[0]["cv_fer"]
+    for rec in h[1:]:
+        assert f"cv {rec['cv_fer']:.4f}" in rec["reason"], rec
+        assert rec["accepted"] == (rec["cv_fer"] < best)
+        best = min(best, rec["cv_fer"]) if rec["accepted"] else best
+    conf = (exp / "train.conf").read_text()
+    assert "--cv-criterion=errors" in conf
+    with pytest.raises(SystemExit):
+        _main(train_args(digits, tmp_path / "bad", *SMALL, "--cv-criterion=wer"))

@@ -192,6 +192,12 @@ resolve_kaldi_dir_options() {
     echo "$0: --kaldi-dir $kaldi_dir does not exist" >&2; exit 1
   fi
   kaldi_dir=$(cd "$kaldi_dir" && pwd -P)
+  # --train, --test, --lang, --ali, --graph, --gmm-decode given as absolute paths: made
+  # relative to the Kaldi dir, as every stage joins them to it ("$kaldi_dir/$ali")
+  local v
+  for v in train test lang ali graph gmm_decode; do
+    case "${!v}" in /*) printf -v "$v" '%s' "$(realpath -m --relative-to="$kaldi_dir" "${!v}")" ;; esac
+  done
   [ -n "$gmm_decode" ] || gmm_decode=$(dirname "$graph")/decode
   dir=exp/$exp_name
   check_choice fmllr "$fmllr" true false auto
@@ -231,9 +237,11 @@ resolve_kaldi_dir_options() {
   if [ $gmm == true ] && [ ! -f "$lang_dir/L.fst" ] && [ ! -f "$lang_dir/words.txt" ] && \
       { [ -f "$lang_dir/lexicon.txt" ] || [ -f "$lang_dir/lexiconp.txt" ]; }; then
     # a dict dir beside a GMM: stage 0 makes data/lang from it, checked to have the alignment
-    # model's phones; decoding keeps --graph (its own words.txt)
+    # model's phones; decoding keeps --graph (its own words.txt); --lm-arpa/--lm-text make
+    # data/lang_test, the G.fst of the graphs made here (--chain true)
     lang_dir=data/lang
     lang_test=$lang_dir
+    [ -z "$lm_arpa$lm_text" ] || lang_test=data/lang_test
   fi
   if [ $gmm == false ]; then
     [ -f "$lang_dir/L.fst" ] || lang_dir=data/lang  # made from --lang's dict dir in stage 0
@@ -250,9 +258,11 @@ resolve_kaldi_dir_options() {
 check_chain_options() {
   [ "${chain:-false}" == true ] && [ $gmm == true ] || return 0
   case " ${chain_opts:-} " in *" --lang-test"*) return 0 ;; esac
+  [ "$lang_test" != data/lang_test ] || return 0  # (stage 0 makes it: --lm-arpa, --lm-text)
   if [ ! -f "$lang_test/G.fst" ]; then  # (data/lang, made from a dict dir beside a GMM, has none)
     echo "$0: --chain true: its graph (utils/mkgraph.sh) needs a G.fst, and $lang_test has none:" \
-      "give --chain-opts \"--lang-test <a lang dir with one, e.g. $kaldi_dir/data/lang_test>\"" >&2
+      "give --lm-arpa <an ARPA LM> (or --lm-text <sentences>), or --chain-opts \"--lang-test" \
+      "<a lang dir with one, e.g. $kaldi_dir/data/lang_test>\"" >&2
     exit 1
   fi
 }

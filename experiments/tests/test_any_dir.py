@@ -156,3 +156,42 @@ def test_linked_copy_has_final_mdl_a_symlink(tmp_path, data, flattened):
     # the real dir: its tri1 model (final.mdl flattened in this copy of ../shared or not)
     whole = shapes.linked_copy(data / "kaldi_tiny_2spk", tmp_path / "whole")
     assert (whole / "exp" / "tri1" / "final.mdl").stat().st_size > 1000
+
+
+def test_chain_wer_column(tmp_path):
+    """--run-opts '--chain true': the chain model's summary.json WER gets its own column and
+    verdict against the dir's best Kaldi system."""
+    import json
+    s5 = tmp_path / "s5"
+    for d, wer in (("blstm", 3.33), ("chain/tdnn", 1.67)):
+        (s5 / "exp" / d).mkdir(parents=True)
+        (s5 / "exp" / d / "summary.json").write_text(json.dumps({"wer": wer}))
+    w = any_dir.recipe_wer(s5)
+    assert w["wer"] == 3.33 and w["chain_wer"] == 1.67
+    r = dict(case="c", shape="s", rc=0, error=None, minutes=1.0, kaldi_wer=3.33,
+             kaldi_system="mono", command="./run.sh --chain true", **w)
+    page = any_dir.table([r], "x").splitlines()
+    assert "| chain WER | chain beat it? |" in page[6]
+    row = [ln for ln in page if ln.startswith("| c |")][0]
+    assert "| 3.33 | mono 3.33 | tie | 1.67 | yes | 1.0 |" in row
+    plain = {k: v for k, v in r.items() if k != "chain_wer"}
+    assert "chain" not in any_dir.table([dict(plain, command="./run.sh")], "x").splitlines()[6]
+
+
+def test_yesno_dir_is_kaldis_yesno_data(tmp_path, data):
+    """The yesno case's dir: egs/yesno/s5's data dirs (30 + 30 of the sorted wavs, one speaker,
+    the words from the file name), dict dir and unigram LM; the published Kaldi figure."""
+    d = shapes.yesno_dir(data / "waves_yesno", tmp_path / "yesno")
+    train = shapes.read_kv(d / "data/train_yesno/text")
+    test = shapes.read_kv(d / "data/test_yesno/text")
+    assert len(train) == len(test) == 30 and max(train) < min(test)
+    assert train["0_0_0_0_1_1_1_1"] == "NO NO NO NO YES YES YES YES"
+    assert set(shapes.read_kv(d / "data/test_yesno/utt2spk").values()) == {"global"}
+    assert (d / "data/test_yesno/spk2utt").read_text().count("\n") == 1
+    wav = shapes.read_kv(d / "data/test_yesno/wav.scp")[min(test)]
+    assert Path(wav).is_absolute() and Path(wav).exists()
+    assert shapes.read_kv(d / "data/local/dict/lexicon.txt") == {
+        "<SIL>": "SIL", "YES": "Y", "NO": "N"}
+    assert "ngram 1=4" in (d / "data/local/lm_tg.arpa").read_text()
+    assert "--sample-frequency=8000" in (d / "conf/mfcc.conf").read_text()
+    assert any_dir.CASES["yesno"]["published"][0] == 0.0 and "yesno" in any_dir.FAST

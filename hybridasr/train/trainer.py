@@ -154,6 +154,10 @@ class Trainer:
                 ckpt.save_optimizer(ckpt.optimizer_path(self.exp, epoch), optimizer)
         return os.path.relpath(path, self.exp)
 
+    def _cv_criterion(self, cv: EpochStats) -> float:
+        """The cv figure the schedule judges an epoch by (``--cv-criterion``)."""
+        return cv.fer if self.schedule.options.cv_criterion == "errors" else cv.loss
+
     # --- passes -----------------------------------------------------------------------
     def evaluate(self, model) -> EpochStats:
         it = make_batch_iterator(self.cv, self.cv_dcfg, 0, self.info.rank, self.info.world_size,
@@ -224,7 +228,7 @@ class Trainer:
         t0 = time.perf_counter()
         cv = self.evaluate(model)
         best = self._save(model, optimizer, 0, False, cv_loss=cv.loss)
-        self.schedule.start(cv.loss)
+        self.schedule.start(self._cv_criterion(cv))
         log.info("initial cross-validation: loss %.4f, %s %.2f%%", cv.loss, self.errors_are,
                  100 * cv.fer)
         history = [{"epoch": 0, "lr": self.schedule.lr, "objective": self.tcfg.objective,
@@ -321,7 +325,7 @@ class Trainer:
                         else "", lr, decision.lr)
         else:
             cv = self.evaluate(model)
-            decision = self.schedule.epoch_done(epoch, tr.loss, cv.loss)
+            decision = self.schedule.epoch_done(epoch, tr.loss, self._cv_criterion(cv))
             saved = self._save(model, optimizer, epoch, not decision.accept,
                                train_loss=tr.loss, cv_loss=cv.loss)
             if decision.accept and self.info.is_main:  # V(t-1) of the epochs that start here

@@ -81,6 +81,7 @@ cp -L "$srcdir/final.mdl" "$dir/final.mdl"
 cp -L "$srcdir/tree" "$dir/tree"
 cp -L "$lang/phones.txt" "$dir/phones.txt"
 
+nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 sdata=$data/split$nj
 # split_data.sh does nothing when the split is newer than every file of $data (cmvn.scp
 # too, which a test of feats.scp alone missed)

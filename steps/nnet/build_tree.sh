@@ -84,6 +84,7 @@ done
 cmvn_opts=$(cat "$alidir/cmvn_opts" 2>/dev/null || true)
 delta_opts=$(cat "$alidir/delta_opts" 2>/dev/null || true)
 
+nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 sdata=$data/split$nj
 # split_data.sh does nothing when the split is newer than every file of $data (cmvn.scp
 # too, which a test of feats.scp alone missed)

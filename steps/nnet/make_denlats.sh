@@ -99,6 +99,7 @@ fi
 
 # 2) the lattices, one archive per job; the jobs already done (lat.JOB.gz newer than the
 # network and the graph) are kept and skip themselves
+nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 sdata=$data/split$nj
 [[ -d $sdata && $data/feats.scp -ot $sdata ]] || "$utils/split_data.sh" "$data" $nj
 echo $nj > "$dir/num_jobs"

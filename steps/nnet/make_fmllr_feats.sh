@@ -52,11 +52,7 @@ fi
 [ "$(cd "$srcdata" && pwd -P)" == "$(mkdir -p "$data" && cd "$data" && pwd -P)" ] && {
   echo "$0: <tgt-data-dir> and <src-data-dir> are the same dir ($data)" >&2; exit 1; }
 
-ns=$(wc -l < "$srcdata/spk2utt")
-if [ "$nj" -gt "$ns" ]; then
-  echo "$0: $srcdata has only $ns speakers: using --nj $ns instead of $nj"
-  nj=$ns
-fi
+nj=$("$(dirname "$0")/../../utils/jobs_for_speakers.sh" "$0" "$srcdata" "$nj")
 "$(dirname "$0")/../../utils/split_data.sh" "$srcdata" "$nj"
 sdata=$srcdata/split$nj
 

@@ -114,6 +114,7 @@ done
 [ -z "$data_tr" ] && data_tr=${data}_tr90
 [ -z "$data_cv" ] && data_cv=${data}_cv10
 [ -n "$train_cmd" ] || train_cmd=$cmd
+nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 
 mkdir -p "$dir/log"
 

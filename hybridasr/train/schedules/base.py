@@ -48,6 +48,10 @@ class ScheduleOptions:
                                         "schedules: after a NaN/inf epoch); 0 < h <= 1",
                                    above=0.0, maximum=1.0)
     min_learning_rate: float = option(0.0, "never decay below this (plateau: stop below it)")
+    cv_criterion: str = option("loss", "what judges an epoch on the cv set: loss (the "
+                                       "objective, nnet1's) | errors (the objective's error "
+                                       "rate: frame errors for cross-entropy)",
+                               choices=("loss", "errors"))
 
 
 class LrSchedule:
