@@ -129,6 +129,14 @@ def test_decode_sh_with_real_forward(exp, repo_dir, kaldi_digits, env_with_path)
     lines = (dec / "wer_10_0.0").read_text().splitlines()
     assert lines[-1] == "Scored 30 sentences, 0 not present in hyp."
     assert lines[-3].startswith("%WER ") and "/ 30, " in lines[-3]
+    # more jobs than speakers: one job a speaker (utils/jobs_for_speakers.sh), said
+    p = _run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "99", "--skip-scoring", "true",
+              str(graph), "data/test", "exp/dnn/decode_test_99"], env_with_path, exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    spk = len((exp / "data/test/spk2utt").read_text().splitlines())
+    assert f"data/test has only {spk} speaker(s): using --nj {spk} instead of 99" in p.stderr
+    assert (exp / "exp/dnn/decode_test_99/num_jobs").read_text().strip() == str(spk)
+    assert len(list((exp / "exp/dnn/decode_test_99").glob("lat.*.gz"))) == spk
     # --lattices false: the 1-best decoder (hyp.JOB.tra), and scoring decodes again per weight
     p = _run([str(repo_dir / "steps/nnet/decode.sh"), "--nj", "2", "--lattices", "false",
               "--scoring-opts", "--min-lmwt 10 --max-lmwt 10", str(graph), "data/test",

@@ -149,6 +149,7 @@ if [ $decoder = embedded ] && [ $lattices != false ]; then
 fi
 
 mkdir -p "$dir/log"
+nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 sdata=$data/split$nj
 # split_data.sh does nothing when the split is newer than every file of $data (cmvn.scp
 # too, which a test of feats.scp alone missed)

@@ -67,6 +67,7 @@ fi
 name=greedy; [ "$beam_size" -gt 0 ] && name=beam$beam_size
 
 mkdir -p "$dir/log"
+nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 "$utils/split_data.sh" "$data" $nj
 sdata=$data/split$nj
 rm -f "$dir"/hyp.*.txt "$dir/wer_$name"
