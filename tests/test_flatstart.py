@@ -170,6 +170,7 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
         ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
          "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-rounds", "0", "--flat-first-subset", "6",
          "--num-leaves", "40", "--model-config", "conf/tiny_model.conf",
+         "--flat-train-opts", "--fullsum-prior-scale=0.7",
          "--train-opts", "--max-iters=1", "--nj", "1", "--chain", "true", "--chain-opts",
          "--schedule-config conf/tiny_schedule.conf"],
         cwd=s5, env=env, capture_output=True, text=True, timeout=900)
@@ -194,6 +195,9 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     # the monophone model, the CD tree (at most --num-leaves; on 9 utterances fewer leaves than
     # the monophone's 70 pdfs: its roots share their pdf-classes until the data splits them)
     mono = read_transition_model(str(s5 / "exp/flat/mono/final.mdl"))
+    # --flat-train-opts override the step's own full-sum options (its prior scale 0.5)
+    conf0 = (s5 / "exp/flat/nnet0/train.conf").read_text()
+    assert "--fullsum-prior-scale=0.7\n" in conf0 and "--objective=fullsum\n" in conf0
     # nnet0 trained on the 6 shortest of the 9 training utterances
     short = (s5 / "exp/flat/data_tr_short6/utt2spk").read_text().split()[::2]
     frames = dict(line.split() for line in (s5 / "data/train_tr90/utt2num_frames").open())

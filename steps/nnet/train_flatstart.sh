@@ -202,8 +202,9 @@ if [ -e "$dir/nnet0/final.nnet" ]; then
 else
   opts="$train_opts${first_train_opts:+${train_opts:+ }$first_train_opts}"
   if [ "$first_objective" == fullsum ]; then
-    opts="$opts --objective=fullsum --fullsum-model-dir=$dir/mono --fullsum-lang=$lang"
-    opts="$opts${fullsum_opts:+ $fullsum_opts}"
+    # --fullsum-opts first: --train-opts (run.sh --flat-train-opts) given after them wins
+    opts="${fullsum_opts:+$fullsum_opts }$opts --objective=fullsum"
+    opts="$opts --fullsum-model-dir=$dir/mono --fullsum-lang=$lang"
   fi
   first_tr=$data_tr
   if [ "$first_subset" -gt 0 ] && [ "$first_subset" -lt "$(wc -l < "$data_tr/utt2spk")" ]; then
