@@ -183,6 +183,14 @@ def recipe_wer(s5: Path, exp_name: str = "blstm") -> Optional[dict]:
     return out
 
 
+def runs_chain(run_opts: str) -> bool:
+    """Whether ``run.sh`` options turn the chain model on (``--chain true`` or
+    ``--chain=true``; not ``--chain false`` nor ``--chain-opts``)."""
+    words = shlex.split(run_opts)
+    return any(w == "--chain=true" or (w == "--chain" and words[i + 1:i + 2] == ["true"])
+               for i, w in enumerate(words))
+
+
 def run_case(name: str, work: Path, keep: bool, run_opts: str = "") -> dict:
     """One case: its Kaldi dir (built where reshaped), a recipe copy, ``./run.sh``; never
     raises for the recipe's failure (nor a shape's: both are the case's result)."""
@@ -218,7 +226,7 @@ def run_case(name: str, work: Path, keep: bool, run_opts: str = "") -> dict:
         res.update(w or {})
         if rc == 0 and not w:
             res["error"] = "finished, but no exp/blstm/summary.json"
-        elif rc == 0 and "--chain" in run_opts and "chain_wer" not in res:
+        elif rc == 0 and runs_chain(run_opts) and "chain_wer" not in res:
             res["error"] = "finished, but no exp/chain/tdnn/summary.json"
     except Exception as e:  # a shape that cannot be built is this case's result too
         res.update(rc=None, error=f"{type(e).__name__}: {e}")
@@ -261,7 +269,7 @@ def table(results: List[dict], command: str) -> str:
                             capture_output=True, text=True).stdout.strip() or "?"
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
                            capture_output=True, text=True).stdout.strip()
-    chain = any("chain_wer" in r or "--chain" in r.get("command", "") for r in results)
+    chain = any("chain_wer" in r or runs_chain(r.get("command", "")) for r in results)
     out = ["# The default recipe on every Kaldi dir at hand", "",
            f"Generated {datetime.date.today().isoformat()} at commit {commit}"
            f"{' (with uncommitted changes)' if dirty else ''} by `{command}`.", "",

@@ -174,6 +174,8 @@ def test_chain_wer_column(tmp_path):
     assert "| chain WER | chain beat it? |" in page[6]
     row = [ln for ln in page if ln.startswith("| c |")][0]
     assert "| 3.33 | mono 3.33 | tie | 1.67 | yes | 1.0 |" in row
+    assert any_dir.runs_chain("--chain=true") and any_dir.runs_chain("--nj 1 --chain true")
+    assert not any_dir.runs_chain("--chain false --chain-opts '--num-leaves 50'")
     plain = {k: v for k, v in r.items() if k != "chain_wer"}
     assert "chain" not in any_dir.table([dict(plain, command="./run.sh")], "x").splitlines()[6]
 
