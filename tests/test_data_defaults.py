@@ -30,6 +30,8 @@ def test_kaldi_digits_has_a_cv_set_mfcc_and_speed_copies(kaldi_digits, monkeypat
     assert 20 / 3600 < m["hours"] < 0.1  # a spoken digit is a fraction of a second
     assert chosen(doc) == {"feat_type": "mfcc", "speed_perturb": "true",
                            "model_config": "conf/model/blstm_small.conf",
+                           "batching_config": "conf/batching.conf",
+                           "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule.conf",
                            "chain_model_config": "conf/model/tdnnf_small.conf"}
     assert "1 of 12 speakers" in m["split"]
@@ -61,7 +63,9 @@ def test_ten_utterances_of_ten_digits_train_on_all(kaldi_digits, tmp_path, monke
     doc = dd.choose_for("data/train")
     assert not doc["measured"]["cv_set"] and doc["measured"]["utterances"] == 10
     assert chosen(doc) == {"feat_type": "mfcc", "speed_perturb": "false",
-                           "model_config": "conf/model/blstm_small.conf",
+                           "model_config": "conf/model/mlp_small.conf",
+                           "batching_config": "conf/batching/frame_shuffle.conf",
+                           "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule_all_data.conf",
                            "chain_model_config": "conf/model/tdnnf_small.conf"}
     assert "training on all 10 utterances" in doc["measured"]["split"]
@@ -90,6 +94,36 @@ def test_model_tiers_name_confs_that_exist(hours, model):
     assert got["feat_type"]["value"] == ("fbank" if hours >= 0.5 else "mfcc")
     for name in ("conf/schedule.conf", "conf/schedule_all_data.conf"):
         assert os.path.isfile(os.path.join(RECIPE, name))
+
+
+@pytest.mark.parametrize("hours,cv_set,model,batching", [
+    (0.01, False, "mlp_small", "batching/frame_shuffle"),
+    (0.49, False, "mlp_small", "batching/frame_shuffle"),
+    (0.01, True, "blstm_small", "batching"),
+    (0.5, False, "blstm_medium", "batching"),   # (no cv set, but not tutorial-sized)
+    (30.0, False, "blstm", "batching")])
+def test_frame_mlp_where_no_cv_set_judges_a_tiny_dir(hours, cv_set, model, batching):
+    """Below 0.5 h with no cv set to stop training, the MLP on +-5 frames (a BLSTM learns the
+    word strings of a few utterances: docs/accuracy.md), frame-shuffled; the flat start keeps
+    the BLSTM of the size (full-sum trains on whole utterances)."""
+    size = dd.DataSize(10, 1, hours, cv_set, "", cv_utterances=1, cv_words=3, cv_frames=300,
+                       cv_small=not cv_set)
+    got = dd.choose(size)
+    assert got["model_config"]["value"] == f"conf/model/{model}.conf"
+    assert got["batching_config"]["value"] == f"conf/{batching}.conf"
+    assert got["flat_model_config"]["value"].startswith("conf/model/blstm")
+    for name in ("model_config", "batching_config", "flat_model_config"):
+        assert os.path.isfile(os.path.join(RECIPE, got[name]["value"])), name
+    if model == "mlp_small":
+        assert "too small to judge an epoch" in got["model_config"]["why"]
+        assert "MLP" in got["model_config"]["why"]
+        opts = open(os.path.join(RECIPE, got["model_config"]["value"])).read().split("\n")
+        assert "--model=mlp" in opts and "--splice=5" in opts
+        # on the flat start's alignment (--ali none) the BLSTM stays, said why
+        flat = dd.choose(size, flat_start=True)
+        assert flat["model_config"]["value"] == "conf/model/blstm_small.conf"
+        assert flat["batching_config"]["value"] == "conf/batching.conf"
+        assert "flat start's alignment" in flat["model_config"]["why"]
 
 
 @pytest.mark.parametrize("hours,model", [
@@ -149,6 +183,11 @@ def test_choose_defaults_writes_reuses_and_remakes(kaldi_digits, tmp_path, env_w
     doc["measured"]["split"] = "marker"
     out.write_text(json.dumps(doc))
     assert "(marker)" in tool()
+    assert chosen(doc)["model_config"] == "conf/model/mlp_small.conf"
+    # the flat start's targets (run.sh --ali none): chosen again, the BLSTM
+    assert "--model-config conf/model/blstm_small.conf  (" in tool("--flat-start=true")
+    assert json.loads(out.read_text())["flat_start"] is True
+    tool()
     # the features' choice differs: chosen again
     tool("--use-kaldi-feats=true")
     doc = json.loads(out.read_text())
@@ -208,7 +247,9 @@ def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name,
     assert m["cv_small"] and not m["cv_set"] and m["cv_speakers"] == 0
     assert 200 < m["cv_frames"] < 500  # 3-digit strings of about 1.5-3 s
     assert chosen(doc) == {"feat_type": "mfcc", "speed_perturb": "false",
-                           "model_config": "conf/model/blstm_small.conf",
+                           "model_config": "conf/model/mlp_small.conf",
+                           "batching_config": "conf/batching/frame_shuffle.conf",
+                           "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule_all_data.conf",
                            "chain_model_config": "conf/model/tdnnf_small.conf"}
     why = doc["chosen"]["schedule_config"]["why"]
@@ -220,10 +261,14 @@ def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name,
 @pytest.mark.parametrize("name,expected", [
     ("kaldi_digits", {"feat_type": "mfcc", "speed_perturb": "true",
                       "model_config": "conf/model/blstm_small.conf",
+                      "batching_config": "conf/batching.conf",
+                      "flat_model_config": "conf/model/blstm_small.conf",
                       "schedule_config": "conf/schedule.conf",
                       "chain_model_config": "conf/model/tdnnf_small.conf"}),
     ("kaldi_polish", {"feat_type": "fbank", "speed_perturb": "true",
                       "model_config": "conf/model/blstm_medium.conf",
+                      "batching_config": "conf/batching.conf",
+                      "flat_model_config": "conf/model/blstm_medium.conf",
                       "schedule_config": "conf/schedule.conf",
                       "chain_model_config": "conf/model/tdnnf_small.conf"})])
 def test_cv_rule_leaves_digits_and_polish_as_before(shared_dir, monkeypatch, name, expected):

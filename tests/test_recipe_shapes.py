@@ -60,17 +60,20 @@ def test_two_speakers_twenty_utterances(tmp_path_factory, repo_dir, kaldi_digits
     assert os.readlink(kaldi / "exp/mono_ali/final.mdl") == "40.mdl"
     s5 = make_recipe_copy(repo_dir, root / "s5")
     # the defaults call its cv set (2 one-digit utterances) too small to judge an epoch and
-    # train on all 20 (docs/accuracy.md: 5/60 errors over 3 seeds here, 3/60 with speed
-    # copies); this test keeps the choices it had before, newbob on that cv set with the
-    # speeds 0.9, 1.0, 1.1 (1/60), given as options
-    given = ["--speed-perturb", "true", "--schedule-config", "conf/schedule.conf"]
+    # train the frame MLP on all 20 (docs/accuracy.md); this test keeps the choices it had
+    # before, the 2 x 128 BLSTM with newbob on that cv set and the speeds 0.9, 1.0, 1.1
+    # (1/60 errors over 3 seeds), given as options (its batching then the BLSTM's)
+    given = ["--speed-perturb", "true", "--schedule-config", "conf/schedule.conf",
+             "--model-config", "conf/model/blstm_small.conf"]
     out = run(s5, env, "--kaldi-dir", kaldi, *given)
     assert "splitting by utterance instead" in out
     assert "--schedule-config conf/schedule_all_data.conf  (the cv set (2 utterance(s)" in out
     assert len((s5 / "data/train_sp_tr90/utt2spk").read_text().splitlines()) == 3 * 18
     saved = json.loads((s5 / "exp/blstm/data_defaults.json").read_text())
-    assert saved["chosen"]["model_config"]["value"] == "conf/model/blstm_small.conf"
-    assert "--hidden-size=128" in (s5 / "exp/blstm/train.conf").read_text().split("\n")
+    assert saved["chosen"]["model_config"]["value"] == "conf/model/mlp_small.conf"
+    conf = (s5 / "exp/blstm/train.conf").read_text().split("\n")
+    assert "--hidden-size=128" in conf and "--model=blstm" in conf  # the given one
+    assert "--seq-ordering=laplace:4" in conf  # conf/batching.conf, not the MLP's shuffling
     assert len((s5 / "data/train_cv10/utt2spk").read_text().splitlines()) == 2
     report = json.loads((s5 / "exp/ali_train/import_report.json").read_text())
     assert report["utterances_imported"] == 20 and report["alignment_without_features"] == 20

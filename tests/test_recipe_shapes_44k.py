@@ -27,7 +27,7 @@ def test_one_speaker_44k_stereo(tmp_path_factory, repo_dir, kaldi_digits, env):
     # features: split by utterance into 2 jobs although there is one speaker
     assert (s5 / "data/train/split2utt/2/wav.scp").exists()
     assert "using channel 0" in (s5 / "exp/make_mfcc/train/make_mfcc_train.1.log").read_text()
-    assert "data/test has 1 speaker(s): decoding with --nj 1" in out
+    assert "data/test has only 1 speaker(s): using --nj 1 instead of 2" in out
     assert (s5 / "exp/blstm/decode_test/num_jobs").read_text().strip() == "1"
     report = json.loads((s5 / "exp/ali_train/import_report.json").read_text())
     assert report["utterances_imported"] == 20  # 44.1 kHz frames match the 8 kHz alignments

@@ -18,7 +18,7 @@ def test_one_speaker_ten_utterances_on_three_seeds(tmp_path_factory, repo_dir, k
                                                    env):
     """1 speaker, 10 training utterances (one of each digit), tested on 30 utterances of the
     speaker's other sessions: no cv utterance can keep its digit in training, so stage 2
-    trains on all 10 with the fixed schedule; at most 10% WER on each seed (a
+    trains the frame MLP on all 10 with the fixed schedule; at most 10% WER on each seed (a
     Kaldi GMM on a real dir of this shape: 23.33%). Newbob on the held-out utterance failed
     here: every epoch rejected."""
     root = tmp_path_factory.mktemp("one_speaker_ten")
@@ -36,6 +36,10 @@ def test_one_speaker_ten_utterances_on_three_seeds(tmp_path_factory, repo_dir, k
                   "--exp-name", name, "--train-opts", f"--seed={seed}")
         assert "--schedule-config conf/schedule_all_data.conf  (no cv set" in out
         assert "--speed-perturb false" in out and not (s5 / "data/train_sp").exists()
+        # the frame MLP of tutorial-sized dirs, on +-5 frames, frame-shuffled
+        assert "--model-config conf/model/mlp_small.conf  (" in out
+        conf = (s5 / "exp" / name / "train.conf").read_text().split("\n")
+        assert {"--model=mlp", "--splice=5", "--seq-ordering=frame_shuffle"} <= set(conf)
         metrics = [json.loads(line) for line in open(s5 / "exp" / name / "metrics.jsonl")]
         trained = [m for m in metrics if m["epoch"] > 0]
         assert len(trained) == 4 and all(m["accepted"] for m in trained)

@@ -304,32 +304,50 @@ feats_missing() {
 # paths given inside --kaldi-dir, or absolute
 in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; }
 
-# --feat-type, --speed-perturb, --model-config, --schedule-config and --chain-model-config given
-# as auto: chosen from data/train's size once stage 0 has made it (hybridasr/recipe/data_defaults.py;
-# the choices and their reasons in data/defaults.json, copied beside each trained model)
+# --feat-type, --speed-perturb, --model-config, --batching-config, --schedule-config and
+# --chain-model-config given as auto: chosen from data/train's size once stage 0 has made it
+# (hybridasr/recipe/data_defaults.py; the choices and their reasons in data/defaults.json, copied
+# beside each trained model). --batching-config auto goes with the model: the rule's where
+# --model-config is auto too, else conf/batching.conf (whole utterances). The networks that
+# train on whole utterances (the flat start's full-sum, CTC) get $seq_batching_config: the
+# --batching-config given, else conf/batching.conf; --flat-model-config and
+# --flat-batching-config default to the --model-config and --batching-config given, else to
+# the rule's flat_model_config and $seq_batching_config.
 resolve_data_defaults() {
-  local auto=false x
+  local auto=false x model_auto=false
+  case "$model_config" in auto|'') model_auto=true ;; esac
+  seq_batching_config=$batching_config
+  case "$batching_config" in auto|'') seq_batching_config=conf/batching.conf ;; esac
   # (a recipe without --chain-model-config leaves it unset: not chosen)
   for x in "$feat_type" "$speed_perturb" "$model_config" "$schedule_config" "${chain_model_config-set}"; do
     case "$x" in auto|'') auto=true ;; esac
   done
-  [ $auto == true ] || return 0
+  if [ $auto == false ]; then
+    [ "$batching_config" == auto ] && batching_config=$seq_batching_config
+    return 0
+  fi
   if [ ! -s data/train/utt2spk ]; then
     echo "$0: --feat-type, --speed-perturb, --model-config, --schedule-config and" \
       "--chain-model-config auto are chosen from data/train, which stage 0 makes: run it first" \
       "(--stage 0)" >&2
     exit 1
   fi
-  choose_defaults.py --use-kaldi-feats=$use_kaldi_feats data/train data/defaults.json
-  local chosen x1 x2 x3 x4 x5
+  choose_defaults.py --use-kaldi-feats=$use_kaldi_feats --flat-start=$([ $gmm == true ] && echo false || echo true) \
+    data/train data/defaults.json
+  local chosen x1 x2 x3 x4 x5 x6 x7
   chosen=$(json_get.py data/defaults.json chosen.feat_type.value chosen.speed_perturb.value \
-    chosen.model_config.value chosen.schedule_config.value chosen.chain_model_config.value 2>/dev/null)
-  read -r -d '' x1 x2 x3 x4 x5 <<< "$chosen" || true
+    chosen.model_config.value chosen.schedule_config.value chosen.chain_model_config.value \
+    chosen.batching_config.value chosen.flat_model_config.value 2>/dev/null)
+  read -r -d '' x1 x2 x3 x4 x5 x6 x7 <<< "$chosen" || true
   [ "$feat_type" == auto ] && feat_type=$x1
   [ "$speed_perturb" == auto ] && speed_perturb=$x2
-  case "$model_config" in auto|'') model_config=$x3 ;; esac
+  [ $model_auto == true ] && model_config=$x3
+  case "$batching_config" in
+    auto|'') batching_config=$seq_batching_config; [ $model_auto == true ] && batching_config=$x6 ;;
+  esac
   case "$schedule_config" in auto|'') schedule_config=$x4 ;; esac
   case "${chain_model_config-set}" in auto|'') chain_model_config=$x5 ;; esac
+  if [ $model_auto == true ] && [ -z "${flat_model_config-set}" ]; then flat_model_config=$x7; fi
   return 0
 }
 

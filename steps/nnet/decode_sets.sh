@@ -61,12 +61,9 @@ for x in $sets; do
     echo "$dir/decode_$x: scoring again with --ref-normalize $ref_normalize"
     only_score="--stage 1"
   fi
-  spk=$(wc -l < data/$x/spk2utt); decode_nj=$(( nj < spk ? nj : spk ))
-  if [ $decode_nj -lt $nj ]; then
-    echo "$0: data/$x has $spk speaker(s): decoding with --nj $decode_nj"
-  fi
+  # (decode.sh takes at most one job a speaker, and says so)
   # shellcheck disable=SC2086
-  "$(dirname "$0")"/decode.sh --nj $decode_nj --cmd "$cmd" --device $device $only_score \
+  "$(dirname "$0")"/decode.sh --nj $nj --cmd "$cmd" --device $device $only_score \
     --ref-normalize $ref_normalize $decode_opts ${scoring_opts:+--scoring-opts "$scoring_opts"} \
     "$graph" data/$x $dir/decode_$x
 done

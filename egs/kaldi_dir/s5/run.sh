@@ -23,8 +23,10 @@ feat_type=auto       # mfcc|fbank|auto (auto: from data/train's size, data/defau
 feat_config=         # default: data/<feat-type>.conf at the audio's sample rate (from the Kaldi
                      # dir's conf/<feat-type>.conf, else conf/<feat-type>.conf)
 nj=2                 # parallel jobs (features, alignment, decoding: at most one per speaker)
-model_config=auto    # auto: by data/train's hours, conf/model/blstm_{small,medium,}.conf
-batching_config=conf/batching.conf
+model_config=auto    # auto: by data/train's hours, conf/model/blstm_{small,medium,}.conf (below
+                     # 0.5 h with no cv set to judge an epoch: conf/model/mlp_small.conf)
+batching_config=auto # auto: with --model-config auto, the rule's (frame shuffling for its MLP), else
+                     # conf/batching.conf (whole utterances, as the flat start and CTC always get)
 schedule_config=auto # auto: conf/schedule.conf (newbob on the cv loss), or conf/schedule_all_data.conf
                      # where the cv set is too small to judge an epoch (training on every utterance)
 device=cpu           # cpu|cuda|auto (training and decoding)
@@ -44,8 +46,8 @@ fmllr=auto           # true: the SAT GMM's fMLLR features (local/make_fmllr_data
 # --ali none (local/run_flatstart.sh): the flat start, its tree, lang dir and LM
 flat_objective=fullsum # the first flat-start network's: fullsum | ce
 flat_rounds=1        # realign-and-retrain rounds of the monophone flat start
-flat_model_config=   # model and batching confs of the flat-start networks
-flat_batching_config= # (default: --model-config, --batching-config)
+flat_model_config=   # model and batching confs of the flat-start networks (default: --model-config
+flat_batching_config= # and --batching-config as given; auto: a BLSTM of the data's size, whole utterances)
 flat_train_opts=     # train.py options of the flat-start networks (after --train-opts)
 flat_first_subset=0  # >0: the first flat-start network trains on this many shortest utterances
 num_leaves=1000      # leaves of the context-dependent tree (0: the monophone alignment)
@@ -131,7 +133,7 @@ if run_stage 0; then
   fi
   stage_finish data/stage0.json
 fi
-resolve_data_defaults  # --feat-type, --speed-perturb, --model-config, --schedule-config, --chain-model-config
+resolve_data_defaults  # --feat-type, --speed-perturb, --model-config, --batching-config, --schedule-config, ...
 if run_stage 1; then
   resolve_feat_config  # (from the audio of data/train and data/test)
   banner 1 "features ($([ $use_kaldi_feats == true ] && echo "the Kaldi dir's" || echo "$feat_type, $feat_config")) and CMVN stats"
@@ -184,7 +186,7 @@ if run_stage 2; then
     flat_opts="$train_opts${flat_train_opts:+${train_opts:+ }$flat_train_opts}"
     stage_begin data/stage2.json flat_objective=$flat_objective flat_rounds=$flat_rounds \
       flat_first_subset=$flat_first_subset num_leaves=$num_leaves "flat_train_opts=$train_opts $flat_train_opts" \
-      "${flat_model_config:-$model_config}" "${flat_batching_config:-$batching_config}" "$lang_dir" \
+      "${flat_model_config:-$model_config}" "${flat_batching_config:-$seq_batching_config}" "$lang_dir" \
       data/train/feats.scp data/train/utt2spk data/train/text
     [ $stage_status == changed ] && rm -rf exp/flat exp/tri_ali
     [ $stage_status == done ] || rm -rf exp/ali_train data/train_tr90 data/train_cv10
@@ -192,7 +194,7 @@ if run_stage 2; then
     $localdir/run_flatstart.sh --nj $nj --device $device --nproc $nproc --parallel "$parallel" \
       --objective $flat_objective --rounds $flat_rounds --first-subset $flat_first_subset \
       --num-leaves $num_leaves --model-config ${flat_model_config:-$model_config} \
-      --batching-config ${flat_batching_config:-$batching_config} --schedule-config $schedule_config \
+      --batching-config ${flat_batching_config:-$seq_batching_config} --schedule-config $schedule_config \
       --torchrun-opts "$torchrun_opts" --train-opts "$flat_opts" --align-opts "$align_opts" "$lang_dir"
   fi
   stage_finish data/stage2.json
@@ -227,7 +229,7 @@ if run_stage 3; then
   if [ $ctc == true ]; then
     $localdir/run_ctc.sh --stop-stage 0 --device $device --units-config $ctc_units_config \
       --model-config $ctc_model_config --train-config $ctc_train_config --batching-config \
-      $batching_config --schedule-config $schedule_config --train-opts "$train_opts" $lang_test ${dir}_ctc
+      $seq_batching_config --schedule-config $schedule_config --train-opts "$train_opts" $lang_test ${dir}_ctc
   fi
   [ $chain == true ] && $localdir/chain/run_tdnn.sh --stop-stage 1 "${chain_args[@]}"
 fi
