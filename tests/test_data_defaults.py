@@ -333,6 +333,9 @@ def test_recipe_trains_a_tiny_dir_on_every_utterance(shared_dir, repo_dir, tmp_p
 
     out = run()
     assert "--schedule-config conf/schedule_all_data.conf  (the cv set (1 utterance(s)" in out
+    # on the GMM's alignment: the frame MLP and its frame-shuffled batches
+    assert "--model-config conf/model/mlp_small.conf  (" in out
+    assert "--batching-config conf/batching/frame_shuffle.conf  (" in out
     tr = (s5 / "data/train_tr90/utt2spk").read_text().splitlines()
     cv = (s5 / "data/train_cv10/utt2spk").read_text().splitlines()
     assert len(tr) == 10 and len(cv) == 1 and cv[0] in tr
@@ -355,3 +358,22 @@ def test_defaults_of_an_earlier_rule_are_chosen_again(shared_dir, tmp_path, monk
                                                          "why": "a cv set exists"})
     dd.write_defaults(old, out)
     assert not dd.is_current(out, "data/train", False)
+
+
+def test_recipe_without_a_gmm_keeps_the_blstm_on_a_tiny_dir(shared_dir, repo_dir, tmp_path,
+                                                             env_with_path):
+    """run.sh --ali none (the flat start's targets) on kaldi_tiny_1spk: the rule is asked with
+    --flat-start=true and keeps the BLSTM with whole utterances, said why."""
+    from test_recipe_e2e import make_recipe_copy
+
+    s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+    p = subprocess.run(["./run.sh", "--kaldi-dir", str(shared_dir / "data/kaldi_tiny_1spk"),
+                        "--ali", "none", "--stop-stage", "0"], cwd=s5, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    doc = json.loads((s5 / "data/defaults.json").read_text())
+    assert doc["flat_start"] is True
+    assert chosen(doc)["model_config"] == "conf/model/blstm_small.conf"
+    assert chosen(doc)["batching_config"] == "conf/batching.conf"
+    assert "the flat start's alignment (--ali none)" in p.stdout
