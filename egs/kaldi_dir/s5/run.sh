@@ -46,9 +46,8 @@ fmllr=auto           # true: the SAT GMM's fMLLR features (local/make_fmllr_data
 # --ali none (local/run_flatstart.sh): the flat start, its tree, lang dir and LM
 flat_objective=fullsum # the first flat-start network's: fullsum | ce
 flat_rounds=1        # realign-and-retrain rounds of the monophone flat start
-flat_model_config=   # model and batching confs of the flat-start networks (empty: --model-config and
-flat_batching_config= # --batching-config as given; where those are auto, a BLSTM of the data's size
-                     # and whole utterances)
+flat_model_config=   # model and batching confs of the flat-start networks (empty: --model-config,
+flat_batching_config= # --batching-config as given; where auto, a BLSTM of the data's size, utterances)
 flat_train_opts=     # train.py options of the flat-start networks (after --train-opts)
 flat_first_subset=0  # >0: the first flat-start network trains on this many shortest utterances
 num_leaves=1000      # leaves of the context-dependent tree (0: the monophone alignment)
