@@ -123,7 +123,7 @@ def _train(digits, exp, delay):
             "--dropout=0", "--splice=10", "--seq-ordering=frame_shuffle", "--max-frames=256",
             "--randomizer-size=100000", "--num-workers=0", "--optimizer=adam",
             "--learning-rate=0.002", "--lr-schedule=constant", "--max-iters=4",
-            "--progress-every=0", "--num-threads=2", f"--label-delay={delay}",
+            "--progress-every=0", "--num-threads=1", f"--label-delay={delay}",
             str(tr), str(cv), str(ali), str(ali), str(exp)]
     assert mod.main(args) == 0
     return exp / "final.nnet"

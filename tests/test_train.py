@@ -40,7 +40,7 @@ def history(exp):
 BLSTM = ["--model=blstm", "--num-layers=2", "--hidden-size=64", "--dropout=0",
          "--seq-ordering=laplace:4", "--max-frames=2000", "--num-workers=0",
          "--optimizer=adam", "--learning-rate=0.004", "--lr-schedule=newbob",
-         "--progress-every=0", "--num-threads=2"]
+         "--progress-every=0", "--num-threads=1"]
 
 
 def decode_test_wer(model_path, kaldi_digits, ali) -> float:
@@ -116,7 +116,7 @@ def test_mlp_frame_shuffle_reaches_cv_fer_below_35_percent(digits, tmp_path):
             "--splice=5", "--seq-ordering=frame_shuffle", "--max-frames=256",
             "--randomizer-size=100000", "--num-workers=0", "--optimizer=adam",
             "--learning-rate=0.001", "--lr-schedule=newbob", "--max-iters=15",
-            "--progress-every=0", "--num-threads=2"]
+            "--progress-every=0", "--num-threads=1"]
     assert _main(train_args(digits, exp, *args)) == 0
     h = history(exp)
     assert min(x["cv_fer"] for x in h if x.get("accepted")) < 0.35, h
@@ -189,7 +189,7 @@ def test_nan_loss_rejects_the_epoch_and_halves_the_rate(digits, tmp_path, monkey
     monkeypatch.setattr(trainer_mod, "run_epoch", poisoned)
     exp = tmp_path / "nan"
     assert _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=3", "--progress-every=0",
-                            "--num-threads=2")) == 0
+                            "--num-threads=1")) == 0
     h = history(exp)
     e2 = [x for x in h if x["epoch"] == 2][0]
     assert e2["accepted"] is False and e2["cv_loss"] is None
@@ -222,7 +222,7 @@ def test_a_different_model_in_an_existing_exp_dir_is_refused(digits, tmp_path):
 
     exp = tmp_path / "exp"
     assert _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=1", "--progress-every=0",
-                            "--num-threads=2")) == 0
+                            "--num-threads=1")) == 0
     with pytest.raises(ConfigError, match="another model"):
         _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=1", "--hidden-size=48"))
 
@@ -274,7 +274,7 @@ def test_init_model_starts_from_its_weights(digits, tmp_path):
     model's (same weights, data and targets), not a new model's; another config is refused."""
     from hybridasr.errors import ConfigError
 
-    opts = [*SMALL[:-3], "--progress-every=0", "--num-threads=2"]
+    opts = [*SMALL[:-3], "--progress-every=0", "--num-threads=1"]
     first, second = tmp_path / "first", tmp_path / "second"
     assert _main(train_args(digits, first, *opts, "--max-iters=1")) == 0
     h1 = history(first)
@@ -296,7 +296,7 @@ def test_keep_initial_model_when_no_epoch_improves(digits, tmp_path, caplog):
     from hybridasr.models.io import load_model
     from hybridasr.train.checkpoint import NoImprovementError
 
-    opts = [*SMALL[:-3], "--progress-every=0", "--num-threads=2"]
+    opts = [*SMALL[:-3], "--progress-every=0", "--num-threads=1"]
     first = tmp_path / "first"
     assert _main(train_args(digits, first, *opts, "--max-iters=1")) == 0
     diverge = [*opts, "--max-iters=2", "--learning-rate=5", f"--init-model={first}/final.nnet"]
@@ -320,7 +320,7 @@ def test_cv_criterion_errors_judges_epochs_by_the_cv_frame_errors(digits, tmp_pa
     (the figure its reason quotes), not by the cv loss."""
     exp = tmp_path / "fer"
     assert _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=3", "--progress-every=0",
-                            "--num-threads=2", "--cv-criterion=errors")) == 0
+                            "--num-threads=1", "--cv-criterion=errors")) == 0
     h = history(exp)
     assert len(h) >= 3
     best = h[0]["cv_fer"]

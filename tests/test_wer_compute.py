@@ -116,3 +116,37 @@ def test_compute_wer_tool_integer_mode_and_stats(tmp_path, env_with_path, repo_d
     p = _run(tool + ["--text", f"ark:{tmp_path}/ref", f"ark:{tmp_path}/hyp"], env_with_path,
              tmp_path)  # default mode strict: u2 has no hypothesis
     assert p.returncode == 1 and "u2" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_sweep_scores_every_set_as_compute_wer_scores_each(kaldi_digits, env_with_path,
+                                                            repo_dir, tmp_path):
+    # Kaldi's 1-best files of LM weights 7..17 as one stream keyed <lmwt>|<utt> (what
+    # steps/score.sh sends): each output file is what compute_wer.py writes for that LM
+    # weight alone (its echoed command line, then Kaldi's wer_<lmwt> lines)
+    sets = [str(x) for x in range(7, 18)]
+    stream = "".join(f"sed 's:^:{s}|:' exp/mono/decode/scoring/{s}.tra; " for s in sets)
+    cmd = (f"{{ {stream}}} | {repo_dir}/utils/int2sym.pl -f 2- exp/mono/graph/words.txt | "
+           f"sed 's:<UNK>::g' | {sys.executable} {repo_dir}/pybin/compute_wer_sweep.py "
+           f"--text --mode=present --sets={','.join(sets)} "
+           f"ark:exp/mono/decode/scoring/test_filt.txt ark,p:- {tmp_path}/wer_SET")
+    p = _run(cmd, env_with_path, kaldi_digits)
+    assert p.returncode == 0, p.stderr
+    for s in sets:
+        ours = (tmp_path / f"wer_{s}").read_text().splitlines(True)
+        kaldi = (kaldi_digits / f"exp/mono/decode/wer_{s}").read_text().splitlines(True)
+        assert ours[0] == ("compute_wer.py --text --mode=present "
+                           "ark:exp/mono/decode/scoring/test_filt.txt ark,p:-\n")
+        assert ours[1:] == kaldi[1:] and len(ours) == 4
+    # a set given with no hypothesis is scored as none present; a key of no set is an error
+    p = _run(cmd.replace("--sets=", "--sets=99,"), env_with_path, kaldi_digits)
+    assert p.returncode == 0, p.stderr
+    (tmp_path / "empty").write_text("")
+    alone = _run([sys.executable, str(repo_dir / "pybin/compute_wer.py"), "--text",
+                  "--mode=present", "ark:exp/mono/decode/scoring/test_filt.txt",
+                  f"ark:{tmp_path}/empty"], env_with_path, kaldi_digits)
+    assert alone.returncode == 0 and "Scored 0 sentences, 30 not present" in alone.stdout
+    assert (tmp_path / "wer_99").read_text().splitlines(True)[1:] == \
+        alone.stdout.splitlines(True)
+    p = _run(cmd.replace("--sets=7,", "--sets="), env_with_path, kaldi_digits)
+    assert p.returncode == 1 and "hypothesis key '7|" in p.stderr
+    assert "Traceback" not in p.stderr

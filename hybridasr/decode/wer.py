@@ -95,6 +95,22 @@ def compute_wer(refs: Mapping[str, Sequence[str]], hyps: Mapping[str, Sequence[s
     return stats
 
 
+def compute_wer_sets(refs: Mapping[str, Sequence[str]], hyps: Mapping[str, Sequence[str]],
+                     sets: Sequence[str], mode: str = "present",
+                     sep: str = "|") -> "dict[str, WerStats]":
+    """``compute_wer`` of each of several hypothesis sets held in one table, whose keys are
+    ``<set><sep><utterance>`` (a scoring sweep's LM weights and penalties, one process for
+    all); a set with no hypothesis at all scores as one with none present."""
+    split: "dict[str, dict]" = {name: {} for name in sets}
+    for key, toks in hyps.items():
+        name, found, utt = key.partition(sep)
+        if not found or name not in split:
+            raise FormatError(f"hypothesis key {key!r} is not <set>{sep}<utterance> with a "
+                              f"set of {', '.join(sets)}")
+        split[name][utt] = toks
+    return {name: compute_wer(refs, split[name], mode) for name in sets}
+
+
 def write_alignment_stats(refs: Mapping[str, Sequence[str]],
                           hyps: Mapping[str, Sequence[str]], path: str) -> None:
     """compute-wer's optional ``<stats-out>``: one ``correct w`` / ``substitution r h`` /
