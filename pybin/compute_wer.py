@@ -25,7 +25,7 @@ def get_parser():
 
 def main(argv=None):
     from hybridasr.kaldi.io.table import read_text_rspecifier
-    from hybridasr.decode.wer import compute_wer, write_alignment_stats
+    from hybridasr.decode.wer import check_integer_tables, compute_wer, write_alignment_stats
     from hybridasr.errors import FormatError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -37,12 +37,7 @@ def main(argv=None):
     refs = read_text_rspecifier(args.ref_rspecifier)
     hyps = read_text_rspecifier(args.hyp_rspecifier)
     if not args.text:
-        for name, table in (("reference", refs), ("hypothesis", hyps)):
-            for key, toks in table.items():
-                bad = [t for t in toks if not t.lstrip("-").isdigit()]
-                if bad:
-                    raise FormatError(f"{name} utterance {key}: {bad[0]!r} is not an integer "
-                                      f"(use --text for words)")
+        check_integer_tables(refs, hyps)
     stats = compute_wer(refs, hyps, args.mode)
     sys.stdout.write(stats.format())
     sys.stdout.flush()

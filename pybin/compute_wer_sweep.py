@@ -30,8 +30,8 @@ def get_parser():
 
 
 def main(argv=None):
-    from hybridasr.decode.wer import compute_wer_sets
-    from hybridasr.errors import ConfigError, FormatError
+    from hybridasr.decode.wer import check_integer_tables, compute_wer_sets
+    from hybridasr.errors import ConfigError
     from hybridasr.utils.atomic import atomic_open
     from hybridasr.kaldi.io.table import read_text_rspecifier
 
@@ -44,12 +44,7 @@ def main(argv=None):
     refs = read_text_rspecifier(args.ref_rspecifier)
     hyps = read_text_rspecifier(args.hyp_rspecifier)
     if not args.text:
-        for name, table in (("reference", refs), ("hypothesis", hyps)):
-            for key, toks in table.items():
-                bad = [t for t in toks if not t.lstrip("-").isdigit()]
-                if bad:
-                    raise FormatError(f"{name} utterance {key}: {bad[0]!r} is not an integer "
-                                      f"(use --text for words)")
+        check_integer_tables(refs, hyps)
     # each file as compute_wer.py's stdout and stderr on that set would be (scoring's
     # ">&"): its command line (run_main's echo, as Kaldi's binaries), then its three lines
     echo = " ".join(shlex.quote(a) for a in [

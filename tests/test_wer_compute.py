@@ -85,13 +85,19 @@ def _run(cmd, env, cwd, stdin=None):
                           timeout=60, shell=isinstance(cmd, str))
 
 
+def kaldi_scoring(repo_dir, tra_command, tool, *opts):
+    """Kaldi's local/score.sh pipeline on kaldi_digits' exp/mono/decode, with our int2sym.pl
+    and ``tool`` (compute_wer.py or compute_wer_sweep.py with ``opts``)."""
+    return (f"{tra_command} | {repo_dir}/utils/int2sym.pl -f 2- exp/mono/graph/words.txt | "
+            f"sed 's:<UNK>::g' | {sys.executable} {repo_dir}/pybin/{tool} --text "
+            f"--mode=present {' '.join(opts)} ark:exp/mono/decode/scoring/test_filt.txt "
+            f"ark,p:-")
+
+
 @pytest.mark.parametrize("lmwt", range(7, 18))
 def test_reproduces_kaldi_wer_files(kaldi_digits, env_with_path, repo_dir, lmwt):
     # Kaldi's local/score.sh pipeline, with our int2sym.pl and compute_wer.py
-    cmd = (f"cat exp/mono/decode/scoring/{lmwt}.tra | {repo_dir}/utils/int2sym.pl -f 2- "
-           f"exp/mono/graph/words.txt | sed 's:<UNK>::g' | {sys.executable} "
-           f"{repo_dir}/pybin/compute_wer.py --text --mode=present "
-           f"ark:exp/mono/decode/scoring/test_filt.txt ark,p:-")
+    cmd = kaldi_scoring(repo_dir, f"cat exp/mono/decode/scoring/{lmwt}.tra", "compute_wer.py")
     p = _run(cmd, env_with_path, kaldi_digits)
     assert p.returncode == 0, p.stderr
     kaldi = (kaldi_digits / f"exp/mono/decode/wer_{lmwt}").read_text().splitlines(True)
@@ -125,10 +131,8 @@ def test_sweep_scores_every_set_as_compute_wer_scores_each(kaldi_digits, env_wit
     # weight alone (its echoed command line, then Kaldi's wer_<lmwt> lines)
     sets = [str(x) for x in range(7, 18)]
     stream = "".join(f"sed 's:^:{s}|:' exp/mono/decode/scoring/{s}.tra; " for s in sets)
-    cmd = (f"{{ {stream}}} | {repo_dir}/utils/int2sym.pl -f 2- exp/mono/graph/words.txt | "
-           f"sed 's:<UNK>::g' | {sys.executable} {repo_dir}/pybin/compute_wer_sweep.py "
-           f"--text --mode=present --sets={','.join(sets)} "
-           f"ark:exp/mono/decode/scoring/test_filt.txt ark,p:- {tmp_path}/wer_SET")
+    cmd = kaldi_scoring(repo_dir, f"{{ {stream}}}", "compute_wer_sweep.py",
+                        f"--sets={','.join(sets)}") + f" {tmp_path}/wer_SET"
     p = _run(cmd, env_with_path, kaldi_digits)
     assert p.returncode == 0, p.stderr
     for s in sets:

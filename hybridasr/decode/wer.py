@@ -95,6 +95,18 @@ def compute_wer(refs: Mapping[str, Sequence[str]], hyps: Mapping[str, Sequence[s
     return stats
 
 
+def check_integer_tables(refs: Mapping[str, Sequence[str]],
+                         hyps: Mapping[str, Sequence[str]]) -> None:
+    """compute-wer without ``--text``: every token of both tables an integer (FormatError
+    naming the first utterance and token that is not)."""
+    for name, table in (("reference", refs), ("hypothesis", hyps)):
+        for key, toks in table.items():
+            bad = [t for t in toks if not t.lstrip("-").isdigit()]
+            if bad:
+                raise FormatError(f"{name} utterance {key}: {bad[0]!r} is not an integer "
+                                  f"(use --text for words)")
+
+
 def compute_wer_sets(refs: Mapping[str, Sequence[str]], hyps: Mapping[str, Sequence[str]],
                      sets: Sequence[str], mode: str = "present",
                      sep: str = "|") -> "dict[str, WerStats]":
