@@ -190,18 +190,16 @@ if [ $stage -le 1 ]; then
     # scored by compute_wer_sweep.py as compute_wer.py scores each (a process a file cost 4 of
     # the 5 s of scoring a 20-utterance set); with a local hyp filter, which may read the
     # keys, a job a file as Kaldi's score.sh
-    sets=
+    names=(); tras=()
     for wip in $pens; do
+      w=$(wer_of $wip); t=$(tra_of $wip)
       for lmwt in $(seq $min_lmwt $max_lmwt); do
-        w=$(wer_of $wip); w=${w//LMWT/$lmwt}; sets="$sets${sets:+,}${w##*/wer_}"
+        names+=("${w//LMWT/$lmwt}"); names[-1]=${names[-1]##*/wer_}; tras+=("${t//LMWT/$lmwt}")
       done
     done
-    for wip in $pens; do
-      for lmwt in $(seq $min_lmwt $max_lmwt); do
-        w=$(wer_of $wip); w=${w//LMWT/$lmwt}; t=$(tra_of $wip)
-        sed "s:^:${w##*/wer_}|:" "${t//LMWT/$lmwt}"
-      done
-    done | "$utils/int2sym.pl" -f 2- "$symtab" | sed 's:\<UNK\>::g' | \
+    sets=$(IFS=,; echo "${names[*]}")
+    for i in "${!names[@]}"; do sed "s:^:${names[i]}|:" "${tras[i]}"; done | \
+      "$utils/int2sym.pl" -f 2- "$symtab" | sed 's:\<UNK\>::g' | \
       compute_wer_sweep.py --text --mode=present --sets="$sets" \
         "ark:$dir/scoring/test_filt.txt" ark,p:- "$dir/scoring/wer_new/wer_SET" \
         2> "$dir/scoring/log/score_sweep.log" || \

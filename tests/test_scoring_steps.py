@@ -108,7 +108,8 @@ def test_score_sh_embedded(kaldi_digits, repo_dir, env_with_path, tmp_path):
     env = dict(env_with_path, PATH=f"{shim}:{env_with_path['PATH']}")
     p = _sh(f"{repo_dir}/steps/score.sh --min-lmwt 7 --max-lmwt 11 {data} "
             f"{kaldi_digits}/exp/mono/graph {dec}", env, tmp_path)
-    assert p.returncode != 0
+    assert p.returncode != 0 and "scoring failed; see" in p.stderr
+    assert "score_sweep.log" in p.stderr
     assert {f.name: f.read_text() for f in dec.glob("wer_*")} == before
     assert sorted(f.name for f in dec.glob("wer_*")) == sorted(
         f"wer_{lmwt}_{wip}" for lmwt in (9, 10, 11) for wip in ("0.0", "0.5", "1.0"))
