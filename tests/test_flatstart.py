@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from hybridasr.align.equal_align import align_equal_compiled, equal_align, utterance_rng
+from hybridasr.kaldi.gmm_model import read_gmm_model
 from hybridasr.align.training_graphs import Lexicon, TrainingGraphCompiler, accepts
 from hybridasr.errors import FormatError
 from hybridasr.kaldi.io.intvec import read_int_vectors
@@ -235,3 +236,24 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     assert (s5 / "exp/chain/tree/graph/HCLG.fst").is_file()
     assert any(n.startswith("wer_") for n in os.listdir(chain / "decode_test"))
     assert "chain model:   %WER" in out and "(hybrid exp/blstm | chain exp/chain/tdnn)" in out
+
+    # --flat-objective gmm: no flat-start network; a monophone GMM (steps/train_mono.sh) gives
+    # the alignment the CD tree grows from; stages 4 and 5 have no flat network to decode
+    p = subprocess.run(
+        ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
+         "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-objective", "gmm",
+         "--num-leaves", "40", "--model-config", "conf/tiny_model.conf",
+         "--train-opts", "--max-iters=1", "--nj", "1", "--stage", "2", "--exp-name", "blstm_gmm"],
+        cwd=s5, env=env, capture_output=True, text=True, timeout=900)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-6000:]
+    assert not (s5 / "exp/flat/nnet0").exists() and not (s5 / "exp/flat/final_nnet_dir").exists()
+    gmm_tm, gmm = read_gmm_model(str(s5 / "exp/flat/mono/final.mdl"))
+    assert gmm.num_pdfs == 70 and "--boost-silence 1.25" in out
+    report = json.loads((s5 / "exp/flat/mono/log/train_report.json").read_text())
+    assert report["used"] == 9 and report["no_alignment"] == [short_utt]
+    assert (s5 / "exp/flat/ali_final/ali.1.gz").is_file()
+    assert "exp/flat/ali_final/ali.1.gz" in (s5 / "exp/tri_ali/log/acc_tree.1.log").read_text()
+    assert any(n.startswith("wer_") for n in os.listdir(s5 / "exp/blstm_gmm/decode_test"))
+    assert "model:         context-dependent network (exp/tri_ali: " in out
+    assert "flat-start monophone network" not in out

@@ -19,6 +19,7 @@ import numpy as np
 
 from hybridasr.align.align_mapped import TranscriptJobReport
 from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
+from hybridasr.errors import FormatError
 from hybridasr.kaldi.io.matrix_lengths import feat_lengths
 from hybridasr.kaldi.io.table import read_text_rspecifier
 from hybridasr.kaldi.io.table_writer import IntVectorWriter
@@ -36,6 +37,9 @@ class EqualAlignOptions:
     seed: int = option(0, "added to each utterance's seed (a hash of its id)")
     num_retries: int = option(100, "random paths tried before an utterance counts as too "
                                    "short for its transcript")
+    edge_silence: bool = option(False, "every path begins and ends with the optional silence "
+                                       "where the graph has it (false: drawn like every other "
+                                       "arc, as Kaldi's align-equal-compiled)")
 
 
 @dataclass
@@ -73,25 +77,51 @@ def _arcs(graph):
 
 
 def equal_align(graph, num_frames: int, rng: np.random.Generator,
-                num_retries: int = 100) -> Optional[np.ndarray]:
+                num_retries: int = 100,
+                silence_labels: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
     """Kaldi's ``EqualAlign``: an input-label sequence of exactly ``num_frames`` labels along
     one random path of ``graph``, or None when no path drawn is short enough (or the path has
-    no self-loop to stretch)."""
+    no self-loop to stretch). With ``silence_labels`` (a boolean array over the input
+    labels), the path's first label is a silence label where the start state leads to one
+    through epsilons, and the path ends right after a silence label where the graph has such
+    an end: the optional silences at the utterance's edges are taken, those between the
+    words drawn as before."""
     if graph.start < 0:
         return None
     arcs, loops, final = _arcs(graph)
+
+    if silence_labels is not None:
+        quiet_end = _quiet_ends(arcs, final, silence_labels)
+
+        def silent(label: int) -> bool:
+            return 0 < label < len(silence_labels) and bool(silence_labels[label])
+
     for _ in range(max(1, num_retries)):
         path, labels = [graph.start], []
+        last = 0  # the last non-epsilon label taken
         while True:
             s = path[-1]
-            n = len(arcs[s]) + (1 if final[s] else 0)
+            choices = arcs[s]
+            may_stop = final[s]
+            if silence_labels is not None:
+                if last == 0:  # the first label: silence where the start has it
+                    first = [a for a in choices if _leads_to_silence(a, arcs, silent)]
+                    choices = first or choices
+                # the way on keeps a path that ends in silence, where one does
+                ends = [a for a in choices if quiet_end[a[1]] or (silent(a[0]) and
+                                                                   _may_end(a[1], arcs, final))]
+                if ends or may_stop and silent(last):
+                    choices = ends
+                    may_stop = may_stop and silent(last)
+            n = len(choices) + (1 if may_stop else 0)
             if n == 0:  # a dead end (not co-accessible): draw again
                 labels = None
                 break
             k = int(rng.integers(n))
-            if k == len(arcs[s]):
+            if k == len(choices):
                 break
-            ilabel, nxt = arcs[s][k]
+            ilabel, nxt = choices[k]
+            last = ilabel or last
             path.append(nxt)
             labels.append(ilabel)
         if labels is not None and sum(1 for x in labels if x) <= num_frames:
@@ -117,6 +147,62 @@ def equal_align(graph, num_frames: int, rng: np.random.Generator,
     return np.asarray(out, dtype=np.int32)
 
 
+def silence_transition_ids(tm, lang_dir: str) -> np.ndarray:
+    """A boolean array over the transition-ids: those of the lang dir's silence phones
+    (``phones/silence.csl``)."""
+    path = f"{lang_dir}/phones/silence.csl"
+    try:
+        with open(path, encoding="utf-8") as f:
+            phones = [int(x) for x in f.read().split(":") if x.strip()]
+    except (OSError, ValueError) as e:
+        raise FormatError(f"cannot read the silence phones from {path}: {e}") from None
+    out = np.isin(tm.tid2phone, phones)
+    out[0] = False
+    return out
+
+
+def _may_end(s: int, arcs, final) -> bool:
+    """Whether ``s`` is final or reaches a final state through epsilons alone."""
+    seen, todo = {s}, [s]
+    while todo:
+        t = todo.pop()
+        if final[t]:
+            return True
+        for label, nxt in arcs[t]:
+            if label == 0 and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+def _leads_to_silence(arc, arcs, silent, depth: int = 0) -> bool:
+    """A silence arc, or an epsilon arc into a state with one (through epsilons)."""
+    label, nxt = arc
+    if label:
+        return silent(label)
+    return depth < 20 and any(_leads_to_silence(a, arcs, silent, depth + 1) for a in arcs[nxt])
+
+
+def _quiet_ends(arcs, final, silence_labels) -> List[bool]:
+    """Per state: whether a path from it ends (in a final state) right after a silence label
+    (epsilons between allowed). A fixed point over the graph, which is small."""
+    n = len(arcs)
+    ends = [_may_end(s, arcs, final) for s in range(n)]
+    quiet = [False] * n
+    changed = True
+    while changed:
+        changed = False
+        for s in range(n):
+            if quiet[s]:
+                continue
+            for label, nxt in arcs[s]:
+                if quiet[nxt] or (0 < label < len(silence_labels) and silence_labels[label]
+                                  and ends[nxt]):
+                    quiet[s] = changed = True
+                    break
+    return quiet
+
+
 def utterance_rng(utt: str, seed: int) -> np.random.Generator:
     return np.random.default_rng([zlib.crc32(utt.encode("utf-8")), seed & 0xFFFFFFFF])
 
@@ -132,6 +218,7 @@ def align_equal_compiled(tree_path: str, model_path: str, lang_dir: str, feats_r
     lexicon = Lexicon(lang_dir, graph_opts.normalize_unknown)
     compiler = TrainingGraphCompiler(tm, tree, lexicon, graph_opts)
     text = read_text_rspecifier(text_rspecifier)
+    silence_tids = silence_transition_ids(tm, lang_dir) if opts.edge_silence else None
     rep = EqualAlignReport()
     with IntVectorWriter(ali_wspecifier) as writer:
         for utt, n_frames in feat_lengths(feats_rspecifier).items():
@@ -139,7 +226,8 @@ def align_equal_compiled(tree_path: str, model_path: str, lang_dir: str, feats_r
             if ids is None:
                 continue
             graph = compiler.compile(ids, utt)
-            ali = equal_align(graph, n_frames, utterance_rng(utt, opts.seed), opts.num_retries)
+            ali = equal_align(graph, n_frames, utterance_rng(utt, opts.seed), opts.num_retries,
+                              silence_tids)
             if ali is None:
                 log.warning("utterance %s: %d frames are too few for its transcript (%d words) "
                             "to be aligned: skipped", utt, n_frames, len(ids))

@@ -44,7 +44,8 @@ speed_perturb=auto   # true: train on data/train_tr90 at speeds 0.9, 1.0, 1.1 (l
 fmllr=auto           # true: the SAT GMM's fMLLR features (local/make_fmllr_data.sh; auto: true
                      # when --ali has trans.*; needs mfcc and no speed perturbation)
 # --ali none (local/run_flatstart.sh): the flat start, its tree, lang dir and LM
-flat_objective=fullsum # the first flat-start network's: fullsum | ce
+flat_objective=fullsum # the first flat-start network's: fullsum | ce; gmm: no network, a
+                     # monophone GMM (steps/train_mono.sh --boost-silence 1.25, as Kaldi's)
 flat_rounds=1        # realign-and-retrain rounds of the monophone flat start
 flat_model_config=   # model and batching confs of the flat-start networks (empty: --model-config,
 flat_batching_config= # --batching-config as given; where auto, a BLSTM of the data's size, utterances)
@@ -256,11 +257,13 @@ if run_stage 4; then
     for d in $dir ${dir}_re* ${dir}_smbr ${dir}_mmi ${dir}_ctc exp/chain/tdnn exp/flat/nnet*; do
       rm -f $d/decode_*/wer_*; done
   fi
-  if [ $gmm == false ]; then  # the graphs of the flat-start monophone model and of the network
-    make_graph $lang_test exp/flat/mono exp/flat/mono/graph
+  if [ $gmm == false ]; then  # the graphs of the flat-start monophone network and of the network
     make_graph $lang_test $dir $graph_dir
-    steps/nnet/decode_sets.sh --nj $nj --cmd "$decode_cmd" --device $device --ref-normalize $ref_normalize \
-      --decode-opts "$decode_opts" exp/flat/mono/graph exp/flat/$(cat exp/flat/final_nnet_dir) "$decode_sets"
+    if [ -f exp/flat/final_nnet_dir ]; then  # (--flat-objective gmm: none)
+      make_graph $lang_test exp/flat/mono exp/flat/mono/graph
+      steps/nnet/decode_sets.sh --nj $nj --cmd "$decode_cmd" --device $device --ref-normalize $ref_normalize \
+        --decode-opts "$decode_opts" exp/flat/mono/graph exp/flat/$(cat exp/flat/final_nnet_dir) "$decode_sets"
+    fi
   fi
   steps/nnet/decode_sets.sh --nj $nj --cmd "$decode_cmd" --device $device --ref-normalize $ref_normalize \
     --decode-opts "$decode_opts" "$graph_dir" $dir "$decode_sets"
@@ -282,9 +285,12 @@ if run_stage 5; then  # (no record: it sums up what is there, every time)
   model_name="network on the alignments of $kaldi_dir/$ali"
   if [ $gmm == false ]; then
     gmm_decode_dir=
-    flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
-    recipe_summary.py --model-name "flat-start monophone network (round $flat_rounds of $flat_rounds)" \
-      $flat_final $(printf "$flat_final/decode_%s " $decode_sets) | tee $flat_final/summary.txt
+    flat_final=exp/flat/mono  # (--flat-objective gmm: a monophone GMM, not decoded)
+    if [ -f exp/flat/final_nnet_dir ]; then
+      flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
+      recipe_summary.py --model-name "flat-start monophone network (round $flat_rounds of $flat_rounds)" \
+        $flat_final $(printf "$flat_final/decode_%s " $decode_sets) | tee $flat_final/summary.txt
+    fi
     model_name="context-dependent network (exp/tri_ali: $(cat exp/ali_train/num_pdfs) pdfs)"
     [ "$num_leaves" -gt 0 ] || model_name="monophone network on $flat_final's alignment"
   fi

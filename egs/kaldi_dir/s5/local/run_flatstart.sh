@@ -4,11 +4,15 @@
 # of realign-and-retrain), data/train aligned with its last network (exp/flat/ali_final), a
 # context-dependent tree of --num-leaves leaves grown from that alignment (steps/nnet/build_tree.sh
 # into exp/tri_ali; 0: none, the monophone alignment is the targets), imported into
-# exp/ali_train as the recipe network's targets. Each part is skipped when done.
+# exp/ali_train as the recipe network's targets. With --objective gmm the flat start is a
+# monophone GMM instead (steps/train_mono.sh into exp/flat/mono, as Kaldi's train_mono.sh;
+# its final alignment is exp/flat/ali_final). Each part is skipped when done.
 
 # Begin configuration section.
 objective=fullsum    # the first network's: fullsum (Baum-Welch over each utterance's training
-                     # graph) | ce (cross-entropy on the equal alignment)
+                     # graph) | ce (cross-entropy on the equal alignment) | gmm: no network, a
+                     # monophone GMM (steps/train_mono.sh, Kaldi's; --rounds unused)
+gmm_opts="--boost-silence 1.25" # steps/train_mono.sh options with --objective gmm
 rounds=1             # realign-and-retrain rounds of the monophone flat start
 first_subset=0       # >0: the first network trains on this many of the shortest utterances
 num_leaves=1000      # leaves of the context-dependent tree (0: no tree)
@@ -36,7 +40,8 @@ if [ $# -ne 1 ]; then
 Usage: $0 [options] <lang-dir>
  ... run from the recipe dir after its stage 1 (data/train with features).
  e.g.: $0 --rounds 2 --num-leaves 500 data/lang
-Options (default): --objective fullsum|ce ($objective), --rounds N ($rounds), --first-subset N
+Options (default): --objective fullsum|ce|gmm ($objective), --gmm-opts "<steps/train_mono.sh
+  options>" ($gmm_opts), --rounds N ($rounds), --first-subset N
   ($first_subset), --num-leaves N ($num_leaves), --model-config, --batching-config,
   --schedule-config FILE, --train-opts, --align-opts "...", --nproc N, --parallel,
   --torchrun-opts, --nj N ($nj), --device ($device)
@@ -46,21 +51,36 @@ fi
 lang_dir=$1
 
 split_tr_cv --train-all-if-words-lost=true
-steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
-  --num-rounds $rounds --first-objective $objective \
-  --first-subset $first_subset --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
-  ${model_config:+--model-config $model_config} \
-  ${batching_config:+--batching-config $batching_config} \
-  ${schedule_config:+--schedule-config $schedule_config} ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
-  ${train_opts:+--train-opts "$train_opts"} ${align_opts:+--align-opts "$align_opts"} \
-  data/train "$lang_dir" exp/flat
-flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
-if up_to_date exp/flat/ali_final/num_jobs $flat_final/final.nnet; then
-  echo "exp/flat/ali_final is already aligned with $flat_final: skipping"
-else
+if [ "$objective" == gmm ]; then
+  # (Kaldi's recipes: steps/train_mono.sh --boost-silence 1.25, then steps/align_si.sh; the
+  # GMM's own final alignment is that of align_si.sh)
   # shellcheck disable=SC2086
-  steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
-    data/train "$lang_dir" $flat_final exp/flat/ali_final
+  steps/train_mono.sh --nj $nj --cmd "$train_cmd" $gmm_opts data/train "$lang_dir" exp/flat/mono
+  if up_to_date exp/flat/ali_final/num_jobs exp/flat/mono/num_jobs; then
+    echo "exp/flat/ali_final already holds exp/flat/mono's alignment: skipping"
+  else
+    rm -rf exp/flat/ali_final
+    mkdir -p exp/flat/ali_final
+    cp exp/flat/mono/{ali.1.gz,final.mdl,tree,phones.txt} exp/flat/ali_final/
+    echo 1 > exp/flat/ali_final/num_jobs
+  fi
+else
+  steps/nnet/train_flatstart.sh --nj $nj --cmd "$train_cmd" --train-cmd "$cuda_cmd" \
+    --num-rounds $rounds --first-objective $objective \
+    --first-subset $first_subset --device $device --nproc $nproc ${parallel:+--parallel $parallel} \
+    ${model_config:+--model-config $model_config} \
+    ${batching_config:+--batching-config $batching_config} \
+    ${schedule_config:+--schedule-config $schedule_config} ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} \
+    ${train_opts:+--train-opts "$train_opts"} ${align_opts:+--align-opts "$align_opts"} \
+    data/train "$lang_dir" exp/flat
+  flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
+  if up_to_date exp/flat/ali_final/num_jobs $flat_final/final.nnet; then
+    echo "exp/flat/ali_final is already aligned with $flat_final: skipping"
+  else
+    # shellcheck disable=SC2086
+    steps/nnet/align.sh --nj $nj --cmd "$train_cmd" --device $device $align_opts \
+      data/train "$lang_dir" $flat_final exp/flat/ali_final
+  fi
 fi
 cd_ali=exp/flat/ali_final
 if [ "$num_leaves" -gt 0 ]; then
