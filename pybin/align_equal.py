@@ -35,12 +35,10 @@ def get_parser():
 
 
 def main(argv=None):
-    import json
-
     from hybridasr.align.equal_align import EqualAlignOptions, align_equal_compiled
     from hybridasr.align.training_graphs import GraphOptions
     from hybridasr.options import from_values
-    from hybridasr.utils.atomic import atomic_open
+    from hybridasr.utils.atomic import write_json_report
 
     args = get_parser().parse_args(argv)
     rep = align_equal_compiled(args.tree, args.model, args.lang_dir, args.feats_rspecifier,
@@ -48,9 +46,7 @@ def main(argv=None):
                                from_values(EqualAlignOptions, args),
                                from_values(GraphOptions, args))
     if args.report:
-        with atomic_open(args.report) as f:
-            json.dump(rep.to_dict(), f, indent=1)
-            f.write("\n")
+        write_json_report(args.report, rep.to_dict())
     return 0
 
 

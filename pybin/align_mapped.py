@@ -34,22 +34,18 @@ def get_parser():
 
 
 def main(argv=None):
-    import json
-
     from hybridasr.align.align_mapped import align_mapped
     from hybridasr.align.training_graphs import GraphOptions
     from hybridasr.align.viterbi import AlignOptions
     from hybridasr.options import from_values
-    from hybridasr.utils.atomic import atomic_open
+    from hybridasr.utils.atomic import write_json_report
 
     args = get_parser().parse_args(argv)
     rep = align_mapped(args.tree, args.model, args.lang_dir, args.loglikes_rspecifier,
                        args.text_rspecifier, args.alignments_wspecifier,
                        from_values(GraphOptions, args), from_values(AlignOptions, args))
     if args.report:
-        with atomic_open(args.report) as f:
-            json.dump(rep.to_dict(), f, indent=1)
-            f.write("\n")
+        write_json_report(args.report, rep.to_dict())
     return 0
 
 

@@ -8,7 +8,7 @@ from hybridasr.cli import add_options, make_parser, run_main
 
 
 def get_parser():
-    from hybridasr.align.train_mono_gmm import MonoGmmOptions
+    from hybridasr.gmm.train_mono import MonoGmmOptions
     from hybridasr.align.training_graphs import GraphOptions
 
     p = make_parser(
@@ -39,21 +39,17 @@ def get_parser():
 
 
 def main(argv=None):
-    import json
-
-    from hybridasr.align.train_mono_gmm import MonoGmmOptions, train_mono_gmm
+    from hybridasr.gmm.train_mono import MonoGmmOptions, train_mono_gmm
     from hybridasr.align.training_graphs import GraphOptions
     from hybridasr.options import from_values
-    from hybridasr.utils.atomic import atomic_open
+    from hybridasr.utils.atomic import write_json_report
 
     args = get_parser().parse_args(argv)
     rep = train_mono_gmm(args.data_dir, args.lang_dir, args.model_in, args.tree, args.ali_dir,
                          args.model_out, args.alignments_wspecifier,
                          from_values(MonoGmmOptions, args), from_values(GraphOptions, args))
     if args.report:
-        with atomic_open(args.report) as f:
-            json.dump(rep.to_dict(), f, indent=1)
-            f.write("\n")
+        write_json_report(args.report, rep.to_dict())
     return 0
 
 

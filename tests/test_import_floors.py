@@ -23,7 +23,7 @@ FLOORS = {
     "datadir": 3,
     "features": 4, "align": 4, "lang": 4,
     "data": 5, "graph": 5, "tree": 5,
-    "models": 6, "ctc": 6, "chain": 6,
+    "models": 6, "ctc": 6, "chain": 6, "gmm": 6,
     "train": 7, "decode": 7, "recipe": 7,
     "cli": 8,
 }

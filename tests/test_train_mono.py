@@ -1,4 +1,4 @@
-"""The monophone GMM (steps/train_mono.sh: hybridasr.align.diag_gmm, train_mono_gmm) and the
+"""The monophone GMM (steps/train_mono.sh: hybridasr.gmm.diag_gmm, train_mono_gmm) and the
 equal alignment's edge silences: the GMM's statistics and updates against their closed form,
 the model file read back, and Kaldi's own monophone alignment of kaldi_digits as reference."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from hybridasr.align.alignments import iter_alignment_file
-from hybridasr.align.diag_gmm import DiagGmmSet, split_targets, write_gmm_model
+from hybridasr.gmm.diag_gmm import DiagGmmSet, split_targets, write_gmm_model
 from hybridasr.align.equal_align import (EqualAlignOptions, align_equal_compiled,
                                          silence_transition_ids)
-from hybridasr.align.train_mono_gmm import update_transitions
+from hybridasr.gmm.train_mono import update_transitions
 from hybridasr.kaldi.gmm_model import read_gmm_model
 from hybridasr.kaldi.transition_model import read_transition_model
 

@@ -196,3 +196,12 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
                 f.close()                       # the error on its way says so
             raise
         f.close()
+
+
+def write_json_report(path: str, doc) -> None:
+    """A job's report (a dict) as indented JSON, atomically (what ``--report`` writes)."""
+    import json
+
+    with atomic_open(path) as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")

@@ -25,7 +25,7 @@ import numpy as np
 
 from hybridasr.align.alignments import iter_alignment_dir
 from hybridasr.align.equal_align import silence_transition_ids
-from hybridasr.align.diag_gmm import DiagGmmSet, write_gmm_model
+from hybridasr.gmm.diag_gmm import DiagGmmSet, write_gmm_model
 from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
 from hybridasr.align.viterbi import AlignOptions, align_utterance
 from hybridasr.errors import ConfigError, FormatError
@@ -115,13 +115,11 @@ def update_transitions(tm: TransitionModel, counts: np.ndarray, floor: float = 0
     return skipped
 
 
-def _features(data_dir: str, utts_wanted):
-    from hybridasr.data.dataset import UtteranceDataset
-    from hybridasr.features.transform import FeatureTransform
+def _features(data_dir: str, utts_wanted) -> Dict[str, np.ndarray]:
+    """Kaldi's ``apply-cmvn | add-deltas`` features (those of the tree statistics)."""
+    from hybridasr.tree.accumulate import iter_tree_features
 
-    transform = FeatureTransform(norm_means=True, norm_vars=False, delta_order=2)
-    ds = UtteranceDataset.from_data_dir(data_dir, transform=transform, use_cmvn=True)
-    return {u: np.asarray(ds.load(u)[0], dtype=np.float32) for u in ds if u in utts_wanted}
+    return dict(iter_tree_features(data_dir, keys=utts_wanted))
 
 
 def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
@@ -139,7 +137,7 @@ def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
     text = read_text_rspecifier(f"ark:{data_dir}/text")
     ali = {utt: a for _, utt, a in iter_alignment_dir(ali_in_dir)}
     feats = _features(data_dir, ali)
-    rep.utterances = len(read_text_rspecifier(f"ark:{data_dir}/text"))
+    rep.utterances = len(text)
     rep.no_alignment = sorted(u for u in text if u not in ali)
     for utt in list(ali):
         if utt not in feats or utt not in text:
