@@ -82,6 +82,7 @@ class MonoGmmReport:
     no_alignment: List[str] = field(default_factory=list)
     length_mismatch: List[str] = field(default_factory=list)
     failed_last_alignment: List[str] = field(default_factory=list)
+    kept_alignments: int = 0  # realignments that failed both beams: the previous one kept
     num_gauss: int = 0
     num_pdfs: int = 0
     log_like_per_frame: List[float] = field(default_factory=list)  # per iteration
@@ -176,6 +177,8 @@ def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
                 ali[u] = res.alignment
             elif final:
                 rep.failed_last_alignment.append(u)
+            else:
+                rep.kept_alignments += 1
             # (else: the utterance keeps its previous alignment, as Kaldi's keeps the
             # alignment it could not redo out of that iteration's statistics)
 
