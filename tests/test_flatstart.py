@@ -169,7 +169,8 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     s5 = make_recipe_copy(repo_dir, root / "s5")
     p = subprocess.run(
         ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
-         "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-rounds", "0", "--flat-first-subset", "6",
+         "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-objective", "fullsum",
+         "--flat-rounds", "0", "--flat-first-subset", "6",
          "--num-leaves", "40", "--model-config", "conf/tiny_model.conf",
          "--flat-train-opts", "--fullsum-prior-scale=0.7",
          "--train-opts", "--max-iters=1", "--nj", "1", "--chain", "true", "--chain-opts",
@@ -237,11 +238,12 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     assert any(n.startswith("wer_") for n in os.listdir(chain / "decode_test"))
     assert "chain model:   %WER" in out and "(hybrid exp/blstm | chain exp/chain/tdnn)" in out
 
-    # --flat-objective gmm: no flat-start network; a monophone GMM (steps/train_mono.sh) gives
-    # the alignment the CD tree grows from; stages 4 and 5 have no flat network to decode
+    # the default flat start (--flat-objective gmm): no flat-start network; a monophone GMM
+    # (steps/train_mono.sh) gives the alignment the CD tree grows from; stages 4 and 5 have no
+    # flat network to decode
     p = subprocess.run(
         ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
-         "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-objective", "gmm",
+         "--lm-text", "data/local/corpus.txt", "--lm-order", "1",
          "--num-leaves", "40", "--model-config", "conf/tiny_model.conf",
          "--train-opts", "--max-iters=1", "--nj", "1", "--stage", "2", "--exp-name", "blstm_gmm"],
         cwd=s5, env=env, capture_output=True, text=True, timeout=900)
@@ -250,6 +252,7 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     assert not (s5 / "exp/flat/nnet0").exists() and not (s5 / "exp/flat/final_nnet_dir").exists()
     gmm_tm, gmm = read_gmm_model(str(s5 / "exp/flat/mono/final.mdl"))
     assert gmm.num_pdfs == 70 and "--boost-silence 1.25" in out
+    assert "no GMM given: a monophone GMM into exp/flat/mono" in out
     report = json.loads((s5 / "exp/flat/mono/log/train_report.json").read_text())
     assert report["used"] == 9 and report["no_alignment"] == [short_utt]
     assert (s5 / "exp/flat/ali_final/ali.1.gz").is_file()

@@ -44,9 +44,10 @@ speed_perturb=auto   # true: train on data/train_tr90 at speeds 0.9, 1.0, 1.1 (l
 fmllr=auto           # true: the SAT GMM's fMLLR features (local/make_fmllr_data.sh; auto: true
                      # when --ali has trans.*; needs mfcc and no speed perturbation)
 # --ali none (local/run_flatstart.sh): the flat start, its tree, lang dir and LM
-flat_objective=fullsum # the first flat-start network's: fullsum | ce; gmm: no network, a
-                     # monophone GMM (steps/train_mono.sh --boost-silence 1.25, as Kaldi's)
-flat_rounds=1        # realign-and-retrain rounds of the monophone flat start
+flat_objective=gmm   # the flat start: gmm: a monophone GMM (steps/train_mono.sh --boost-silence
+                     # 1.25, as Kaldi's); fullsum | ce: a monophone network, its first trained
+                     # by full-sum or on the equal alignment, then --flat-rounds rounds
+flat_rounds=1        # realign-and-retrain rounds of a network flat start (fullsum, ce)
 flat_model_config=   # model and batching confs of the flat-start networks (empty: --model-config,
 flat_batching_config= # --batching-config as given; where auto, a BLSTM of the data's size, utterances)
 flat_train_opts=     # train.py options of the flat-start networks (after --train-opts)
@@ -191,7 +192,9 @@ if run_stage 2; then
       data/train/feats.scp data/train/utt2spk data/train/text
     [ $stage_status == changed ] && rm -rf exp/flat exp/tri_ali
     [ $stage_status == done ] || rm -rf exp/ali_train data/train_tr90 data/train_cv10
-    banner 2 "no GMM: flat start into exp/flat ($flat_rounds rounds), CD tree of $num_leaves leaves into exp/tri_ali"
+    flat_what="a monophone GMM into exp/flat/mono"
+    [ "$flat_objective" == gmm ] || flat_what="a flat start ($flat_objective) into exp/flat ($flat_rounds rounds)"
+    banner 2 "no GMM given: $flat_what, CD tree of $num_leaves leaves into exp/tri_ali"
     $localdir/run_flatstart.sh --nj $nj --device $device --nproc $nproc --parallel "$parallel" \
       --objective $flat_objective --rounds $flat_rounds --first-subset $flat_first_subset \
       --num-leaves $num_leaves --model-config ${flat_model_config:-$model_config} \

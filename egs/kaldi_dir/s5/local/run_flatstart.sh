@@ -9,9 +9,9 @@
 # its final alignment is exp/flat/ali_final). Each part is skipped when done.
 
 # Begin configuration section.
-objective=fullsum    # the first network's: fullsum (Baum-Welch over each utterance's training
-                     # graph) | ce (cross-entropy on the equal alignment) | gmm: no network, a
-                     # monophone GMM (steps/train_mono.sh, Kaldi's; --rounds unused)
+objective=gmm        # gmm: a monophone GMM (steps/train_mono.sh, Kaldi's; --rounds unused) |
+                     # fullsum: a first network by Baum-Welch over each utterance's training
+                     # graph | ce: one by cross-entropy on the equal alignment
 gmm_opts="--boost-silence 1.25" # steps/train_mono.sh options with --objective gmm
 rounds=1             # realign-and-retrain rounds of the monophone flat start
 first_subset=0       # >0: the first network trains on this many of the shortest utterances
