@@ -44,8 +44,13 @@ def _cell(e: int, n: int) -> str:
 
 def table(work: str, exp: str, sets: List[str], gmm_decode: Optional[str], title: str,
           n_boot: int) -> str:
-    flat = os.path.join("exp/flat", open(os.path.join(work, "exp/flat/final_nnet_dir"))
-                        .read().strip())
+    final = os.path.join(work, "exp/flat/final_nnet_dir")
+    if not os.path.isfile(final):
+        raise SystemExit(f"{work}: no flat-start network ({final} is missing: the flat start "
+                         f"was the monophone GMM, run.sh's default --flat-objective gmm); "
+                         f"this table compares a network flat start with its CD network: "
+                         f"run with --flat-objective fullsum")
+    flat = os.path.join("exp/flat", open(final).read().strip())
     models = [(f"flat-start monophone network ({flat})", flat),
               (f"context-dependent network ({exp})", exp)]
     words = {m: os.path.join(work, d, "graph" if d == exp else "../mono/graph", "words.txt")

@@ -84,8 +84,8 @@ def env_with_path(repo_dir) -> dict:
 LONG_FILES = {
     "test_recipe_e2e.py": 120,
     "test_recipe_shapes.py": 105,
+    "test_flatstart.py": 95,
     "test_reliability_kill.py": 95,
-    "test_flatstart.py": 75,
     "test_recipe_shapes_one_speaker.py": 70,
     "test_align_recipe.py": 65,
     "test_sequence_steps.py": 60,
