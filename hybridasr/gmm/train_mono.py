@@ -177,10 +177,8 @@ def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
                 ali[u] = res.alignment
             elif final:
                 rep.failed_last_alignment.append(u)
-            else:
+            else:  # its previous alignment stays (Kaldi's leaves it out of that iteration)
                 rep.kept_alignments += 1
-            # (else: the utterance keeps its previous alignment, as Kaldi's keeps the
-            # alignment it could not redo out of that iteration's statistics)
 
     for it in range(opts.num_iters):
         t0 = time.perf_counter()
@@ -201,16 +199,19 @@ def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
                             min_count=opts.min_count)
         if 1 <= it <= opts.max_iter_inc:  # (Kaldi's: after iterations 1..max_iter_inc)
             num_gauss += inc_gauss
+        took, elapsed = time.perf_counter() - t0, time.perf_counter() - t_start
         log.info("iteration %d of %d: log-likelihood %.3f a frame over %d frames, %d "
-                 "Gaussians%s (%.1f s)", it + 1, opts.num_iters, rep.log_like_per_frame[-1],
-                 stats.frames, gmms.num_gauss(), ", realigned" if it in realign else "",
-                 time.perf_counter() - t0)
+                 "Gaussians%s (%.1f s, %.0f frames/s; ETA %.0f s)", it + 1, opts.num_iters,
+                 rep.log_like_per_frame[-1], stats.frames, gmms.num_gauss(),
+                 ", realigned" if it in realign else "", took, stats.frames / max(took, 1e-9),
+                 elapsed / (it + 1) * (opts.num_iters - it - 1))
 
     realign_all(opts.beam, final=True)
     write_gmm_model(tm, gmms, model_out)
+    failed = set(rep.failed_last_alignment)
     with IntVectorWriter(ali_wspecifier) as w:
         for u in utts:
-            if u not in rep.failed_last_alignment:
+            if u not in failed:
                 w.write(u, ali[u])
     rep.num_gauss = gmms.num_gauss()
     rep.seconds = time.perf_counter() - t_start
