@@ -18,6 +18,7 @@ CASES = [
     (["--feat-type", "plp"], "--feat-type is mfcc, fbank or auto, not 'plp'"),
     (["--speed-perturb", "yes"], "--speed-perturb is true, false or auto, not 'yes'"),
     (["--seq-epochs", "x"], "--seq-epochs is a number of epochs or auto"),
+    (["--ali", "none", "--flat-objective", "em"], "--flat-objective is gmm, fullsum or ce, not 'em'"),
 ]
 
 

@@ -185,6 +185,7 @@ resolve_kaldi_dir_options() {
     ''|*[!0-9]*) echo "$0: --seq-epochs is a number of epochs or auto, not '$seq_epochs'" >&2; exit 1 ;;
   esac
   check_choice realign_init "$realign_init" previous scratch
+  check_choice flat_objective "$flat_objective" gmm fullsum ce
   [ -n "$kaldi_dir" ] || kaldi_dir=${default_kaldi_dir:-}
   if [ -z "$kaldi_dir" ]; then
     echo "$0: --kaldi-dir is required: the Kaldi s5 dir to build on" >&2; exit 1
