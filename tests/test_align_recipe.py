@@ -92,7 +92,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path):
     # --realign-train-opts its train.py only; a round off a link to the first model (how
     # experiments.realign_seeds --variant shares it) trains no first model again
     (s5 / "exp/blstm_scr").symlink_to("blstm")
-    out = run_recipe(s5, env, *fast[:-1], "test", "--stage", "4", "--exp-name", "blstm_scr",
+    out = run_recipe(s5, env, *fast, "--stage", "4", "--exp-name", "blstm_scr",
                      "--realign-init", "scratch", "--realign-prior-scale", "1.0",
                      "--align-opts", "--beam 12", "--realign-train-opts", "--max-iters=1")
     assert "exp/blstm_scr/decode_test is already scored: skipping" in out
@@ -102,7 +102,7 @@ def test_realign_round(tmp_path, repo_dir, kaldi_digits, env_with_path):
     assert "--init-model=" in conf and first_lr in conf and "--max-iters=1" in conf
     assert "--keep-initial-model=false" in conf
     assert "--max-iters=1" not in first_conf
-    assert list((s5 / "exp/blstm_scr_re1/decode_test").glob("wer_*"))  # (--decode-sets test)
+    assert list((s5 / "exp/blstm_scr_re1/decode_train_cv10").glob("wer_*"))
 
     # each set's best wer_* line: the errors of its references (every utterance of the set)
     # against the transcript of that LM weight and penalty; each model accepted an epoch
