@@ -122,7 +122,7 @@ $cmd "$dir/log/train.log" \
   grep -ihE "error|exception" "$dir/log/train.log" | tail -n 3 >&2 || true
   exit 1; }
 echo 1 > "$dir/num_jobs"
-read -r -d '' used utts gauss <<< "$(json_get.py "$dir/log/train_report.json" used \
+read -r -d '' trained utts gauss <<< "$(json_get.py "$dir/log/train_report.json" used \
   utterances num_gauss)" || true
-echo "$0: $dir: a monophone GMM of $gauss Gaussians, trained on and aligning $used of" \
+echo "$0: $dir: a monophone GMM of $gauss Gaussians, trained on and aligning $trained of" \
      "$utts utterances (the others named in $dir/log/train_report.json)"

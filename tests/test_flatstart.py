@@ -252,7 +252,7 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     assert not (s5 / "exp/flat/nnet0").exists() and not (s5 / "exp/flat/final_nnet_dir").exists()
     gmm_tm, gmm = read_gmm_model(str(s5 / "exp/flat/mono/final.mdl"))
     assert gmm.num_pdfs == 70 and "--boost-silence 1.25" in out
-    assert "no GMM given: a monophone GMM into exp/flat/mono" in out
+    assert "no GMM given: a flat start (gmm) into exp/flat" in out
     report = json.loads((s5 / "exp/flat/mono/log/train_report.json").read_text())
     assert report["used"] == 9 and report["no_alignment"] == [short_utt]
     assert (s5 / "exp/flat/ali_final/ali.1.gz").is_file()

@@ -44,10 +44,8 @@ speed_perturb=auto   # true: train on data/train_tr90 at speeds 0.9, 1.0, 1.1 (l
 fmllr=auto           # true: the SAT GMM's fMLLR features (local/make_fmllr_data.sh; auto: true
                      # when --ali has trans.*; needs mfcc and no speed perturbation)
 # --ali none (local/run_flatstart.sh): the flat start, its tree, lang dir and LM
-flat_objective=gmm   # the flat start: gmm: a monophone GMM (steps/train_mono.sh --boost-silence
-                     # 1.25, as Kaldi's); fullsum | ce: a monophone network, its first trained
-                     # by full-sum or on the equal alignment, then --flat-rounds rounds
-flat_rounds=1        # realign-and-retrain rounds of a network flat start (fullsum, ce)
+flat_objective=gmm   # gmm: a monophone GMM (steps/train_mono.sh, Kaldi's) | fullsum | ce: networks
+flat_rounds=1        # (their first by full-sum or on the equal alignment, then --flat-rounds rounds)
 flat_model_config=   # model and batching confs of the flat-start networks (empty: --model-config,
 flat_batching_config= # --batching-config as given; where auto, a BLSTM of the data's size, utterances)
 flat_train_opts=     # train.py options of the flat-start networks (after --train-opts)
@@ -69,8 +67,7 @@ seq_min_utts=1000    # $seq_min_utts utterances, else 0); docs/sequence_training
 seq_criterion=smbr   # smbr | mmi
 seq_frame_smoothing=0.3 # weight of frame cross-entropy in the sequence gradient
 seq_opts=            # more options for steps/nnet/train_mpe.sh, e.g. "--learn-rate 0.00002"
-# CTC beside the hybrid network (local/run_ctc.sh): exp/<name>_ctc over sentencepiece units
-ctc=false
+ctc=false            # CTC beside the hybrid network (local/run_ctc.sh): exp/<name>_ctc, sentencepiece units
 ctc_units_config=conf/ctc/units.conf
 ctc_model_config=conf/ctc/model.conf
 ctc_train_config=conf/ctc/train.conf  # its train.py options (frame stacking, subsampling)
@@ -192,9 +189,7 @@ if run_stage 2; then
       data/train/feats.scp data/train/utt2spk data/train/text
     [ $stage_status == changed ] && rm -rf exp/flat exp/tri_ali
     [ $stage_status == done ] || rm -rf exp/ali_train data/train_tr90 data/train_cv10
-    flat_what="a monophone GMM into exp/flat/mono"
-    [ "$flat_objective" == gmm ] || flat_what="a flat start ($flat_objective) into exp/flat ($flat_rounds rounds)"
-    banner 2 "no GMM given: $flat_what, CD tree of $num_leaves leaves into exp/tri_ali"
+    banner 2 "no GMM given: a flat start ($flat_objective) into exp/flat, CD tree of $num_leaves leaves into exp/tri_ali"
     $localdir/run_flatstart.sh --nj $nj --device $device --nproc $nproc --parallel "$parallel" \
       --objective $flat_objective --rounds $flat_rounds --first-subset $flat_first_subset \
       --num-leaves $num_leaves --model-config ${flat_model_config:-$model_config} \
@@ -260,13 +255,11 @@ if run_stage 4; then
     for d in $dir ${dir}_re* ${dir}_smbr ${dir}_mmi ${dir}_ctc exp/chain/tdnn exp/flat/nnet*; do
       rm -f $d/decode_*/wer_*; done
   fi
-  if [ $gmm == false ]; then  # the graphs of the flat-start monophone network and of the network
-    make_graph $lang_test $dir $graph_dir
-    if [ -f exp/flat/final_nnet_dir ]; then  # (--flat-objective gmm: none)
-      make_graph $lang_test exp/flat/mono exp/flat/mono/graph
-      steps/nnet/decode_sets.sh --nj $nj --cmd "$decode_cmd" --device $device --ref-normalize $ref_normalize \
-        --decode-opts "$decode_opts" exp/flat/mono/graph exp/flat/$(cat exp/flat/final_nnet_dir) "$decode_sets"
-    fi
+  [ $gmm == true ] || make_graph $lang_test $dir $graph_dir
+  if [ $gmm == false ] && [ -f exp/flat/final_nnet_dir ]; then  # a flat-start network (not the GMM's)
+    make_graph $lang_test exp/flat/mono exp/flat/mono/graph
+    steps/nnet/decode_sets.sh --nj $nj --cmd "$decode_cmd" --device $device --ref-normalize $ref_normalize \
+      --decode-opts "$decode_opts" exp/flat/mono/graph exp/flat/$(cat exp/flat/final_nnet_dir) "$decode_sets"
   fi
   steps/nnet/decode_sets.sh --nj $nj --cmd "$decode_cmd" --device $device --ref-normalize $ref_normalize \
     --decode-opts "$decode_opts" "$graph_dir" $dir "$decode_sets"
@@ -288,12 +281,10 @@ if run_stage 5; then  # (no record: it sums up what is there, every time)
   model_name="network on the alignments of $kaldi_dir/$ali"
   if [ $gmm == false ]; then
     gmm_decode_dir=
-    flat_final=exp/flat/mono  # (--flat-objective gmm: a monophone GMM, not decoded)
-    if [ -f exp/flat/final_nnet_dir ]; then
-      flat_final=exp/flat/$(cat exp/flat/final_nnet_dir)
-      recipe_summary.py --model-name "flat-start monophone network (round $flat_rounds of $flat_rounds)" \
-        $flat_final $(printf "$flat_final/decode_%s " $decode_sets) | tee $flat_final/summary.txt
-    fi
+    flat_final=exp/flat/mono  # (the GMM flat start's: not decoded)
+    [ -f exp/flat/final_nnet_dir ] && flat_final=exp/flat/$(cat exp/flat/final_nnet_dir) && recipe_summary.py \
+      --model-name "flat-start monophone network (round $flat_rounds of $flat_rounds)" \
+      $flat_final $(printf "$flat_final/decode_%s " $decode_sets) | tee $flat_final/summary.txt
     model_name="context-dependent network (exp/tri_ali: $(cat exp/ali_train/num_pdfs) pdfs)"
     [ "$num_leaves" -gt 0 ] || model_name="monophone network on $flat_final's alignment"
   fi
