@@ -19,9 +19,8 @@ import numpy as np
 
 from hybridasr.align.align_mapped import TranscriptJobReport
 from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
-from hybridasr.errors import FormatError
 from hybridasr.kaldi.io.matrix_lengths import feat_lengths
-from hybridasr.kaldi.io.table import read_text_rspecifier
+from hybridasr.kaldi.io.table import read_csl, read_text_rspecifier
 from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import read_transition_model
 from hybridasr.kaldi.tree import read_tree
@@ -91,7 +90,8 @@ def equal_align(graph, num_frames: int, rng: np.random.Generator,
     arcs, loops, final = _arcs(graph)
 
     if silence_labels is not None:
-        quiet_end = _quiet_ends(arcs, final, silence_labels)
+        may_end = [_may_end(s, arcs, final) for s in range(len(arcs))]
+        quiet_end = _quiet_ends(arcs, may_end, silence_labels)
 
         def silent(label: int) -> bool:
             return 0 < label < len(silence_labels) and bool(silence_labels[label])
@@ -109,7 +109,7 @@ def equal_align(graph, num_frames: int, rng: np.random.Generator,
                     choices = first or choices
                 # the way on keeps a path that ends in silence, where one does
                 ends = [a for a in choices if quiet_end[a[1]] or (silent(a[0]) and
-                                                                   _may_end(a[1], arcs, final))]
+                                                                   may_end[a[1]])]
                 if ends or may_stop and silent(last):
                     choices = ends
                     may_stop = may_stop and silent(last)
@@ -150,13 +150,7 @@ def equal_align(graph, num_frames: int, rng: np.random.Generator,
 def silence_transition_ids(tm, lang_dir: str) -> np.ndarray:
     """A boolean array over the transition-ids: those of the lang dir's silence phones
     (``phones/silence.csl``)."""
-    path = f"{lang_dir}/phones/silence.csl"
-    try:
-        with open(path, encoding="utf-8") as f:
-            phones = [int(x) for x in f.read().split(":") if x.strip()]
-    except (OSError, ValueError) as e:
-        raise FormatError(f"cannot read the silence phones from {path}: {e}") from None
-    out = np.isin(tm.tid2phone, phones)
+    out = np.isin(tm.tid2phone, read_csl(f"{lang_dir}/phones/silence.csl"))
     out[0] = False
     return out
 
@@ -183,11 +177,10 @@ def _leads_to_silence(arc, arcs, silent, depth: int = 0) -> bool:
     return depth < 20 and any(_leads_to_silence(a, arcs, silent, depth + 1) for a in arcs[nxt])
 
 
-def _quiet_ends(arcs, final, silence_labels) -> List[bool]:
-    """Per state: whether a path from it ends (in a final state) right after a silence label
-    (epsilons between allowed). A fixed point over the graph, which is small."""
+def _quiet_ends(arcs, ends, silence_labels) -> List[bool]:
+    """Per state: whether a path from it ends (in a state of ``ends``: final, or final through
+    epsilons) right after a silence label. A fixed point over the graph, which is small."""
     n = len(arcs)
-    ends = [_may_end(s, arcs, final) for s in range(n)]
     quiet = [False] * n
     changed = True
     while changed:

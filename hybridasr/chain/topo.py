@@ -9,6 +9,7 @@ import shutil
 from typing import Sequence
 
 from hybridasr.errors import FormatError
+from hybridasr.kaldi.io.table import read_csl
 from hybridasr.utils.atomic import atomic_open
 
 __all__ = ["chain_topo_text", "make_chain_lang"]
@@ -26,22 +27,11 @@ def chain_topo_text(nonsilence_phones: Sequence[int], silence_phones: Sequence[i
             "</TopologyEntry>\n</Topology>\n")
 
 
-def _csl(path: str):
-    if not os.path.isfile(path):
-        raise FormatError(f"missing file {path}")
-    text = open(path, encoding="utf-8").read().strip()
-    try:
-        return [int(x) for x in text.split(":")] if text else []
-    except ValueError:
-        raise FormatError(f"{path}: expected colon-separated integers, got {text[:60]!r}") \
-            from None
-
-
 def make_chain_lang(lang: str, out: str) -> str:
     """Copies ``lang`` to ``out`` (files, not links) and writes the chain topology over its
     ``topo`` (phones from ``phones/silence.csl`` and ``phones/nonsilence.csl``)."""
-    sil = _csl(os.path.join(lang, "phones", "silence.csl"))
-    nonsil = _csl(os.path.join(lang, "phones", "nonsilence.csl"))
+    sil = read_csl(os.path.join(lang, "phones", "silence.csl"))
+    nonsil = read_csl(os.path.join(lang, "phones", "nonsilence.csl"))
     text = chain_topo_text(nonsil, sil)
     if os.path.abspath(lang) != os.path.abspath(out):
         if os.path.isdir(out):

@@ -156,9 +156,11 @@ def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
     rep.used, rep.frames = len(utts), sum(len(ali[u]) for u in utts)
     rep.num_pdfs = tm.num_pdfs
 
-    allf = np.concatenate([feats[u] for u in utts]).astype(np.float64)
-    gmms = DiagGmmSet.init_global(tm.num_pdfs, allf.mean(0), allf.var(0) + opts.min_variance)
-    del allf
+    x1 = sum(feats[u].sum(0, dtype=np.float64) for u in utts)  # (no copy of all features)
+    x2 = sum(np.square(feats[u], dtype=np.float64).sum(0) for u in utts)
+    mean = x1 / rep.frames
+    gmms = DiagGmmSet.init_global(tm.num_pdfs, mean, x2 / rep.frames - mean * mean
+                                  + opts.min_variance)
     rng = np.random.default_rng(opts.seed)
     silence_pdfs = np.unique(tm.tid2pdf[silence_transition_ids(tm, lang_dir)])
     num_gauss = tm.num_pdfs

@@ -161,6 +161,20 @@ def read_int_lists(path: str) -> List[List[int]]:
     return out
 
 
+def read_csl(path: str) -> List[int]:
+    """A colon-separated list of integers on one line (a lang dir's ``phones/silence.csl``,
+    ``nonsilence.csl``)."""
+    if not os.path.isfile(path):
+        raise FormatError(f"missing file {path}")
+    with open(path, encoding="utf-8") as f:
+        text = f.read().strip()
+    try:
+        return [int(x) for x in text.split(":")] if text else []
+    except ValueError:
+        raise FormatError(f"{path}: expected colon-separated integers, got {text[:60]!r}") \
+            from None
+
+
 def read_int_list(path: str, missing_ok: bool = False) -> List[int]:
     """A file of whitespace-separated integers (Kaldi's ``ReadIntegerVectorSimple``:
     ``phones/disambig.int``, ``oov.int``); ``missing_ok``: a missing file is empty."""
