@@ -53,6 +53,8 @@ def test_every_stage_leaves_its_outputs(recipe_run, kaldi_digits):
     s5, _, out = recipe_run
     for n in range(6):
         assert f"===== stage {n}:" in out
+    # a --model-config given is that one network (no ensemble, whatever the data's size)
+    assert "(conf/tiny_model.conf x 1, " in out and not (s5 / "exp/blstm/member2").exists()
     for f in ("data/kaldi_dir.json", "data/train/feats.scp", "data/train/cmvn.scp",
               "data/test/feats.scp", "data/train/utt2num_frames", "exp/ali_train/targets.scp",
               "exp/ali_train/pdf_counts", "data/train_tr90/feats.scp",

@@ -8,7 +8,10 @@ truncated BPTT carries across windows; ``reset_state`` zeros the rows of a new u
 - ``factory``: ``MODELS`` (``--model``), ``model_options`` (every model's declared options),
   ``model_config_from_args``, ``build_model``.
 - ``options``: the options the models share (``ModelOptions``, ``LstmOptions``).
-- ``io``: ``save_model`` / ``load_model`` (format ``hybridasr-nnet-1``, weights-only loading).
+- ``io``: ``save_model`` / ``load_model`` (format ``hybridasr-nnet-1``, weights-only loading),
+  ``save_ensemble`` (several trained networks in one file).
+- ``ensemble``: ``Ensemble``, the average of its members' log-posteriors (``train.sh
+  --num-models``; Kaldi's decode_score_fusion.sh).
 - ``blstm``, ``lstm``, ``mlp``, ``tdnnf`` (the chain models' TDNN-F): the networks.
 """
 from hybridasr.models.factory import (MODEL_CONFIG, MODELS, build_model,  # noqa: F401

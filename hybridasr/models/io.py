@@ -2,13 +2,15 @@
 
 ``{"format": "hybridasr-nnet-1", "model_config": {...}, "input_dim": D, "num_outputs": P,
 "meta": {...}, "state_dict": {...}}``, written atomically; loaded with ``weights_only=True``
-(no pickled code runs) and rebuilt with ``build_model``.
+(no pickled code runs) and rebuilt with ``build_model``. An ensemble (``save_ensemble``) is the
+same format with its members' ``model_config``, dims and ``state_dict`` under ``"ensemble"``
+(the top-level ones are its first member's); it loads as ``hybridasr.models.ensemble.Ensemble``.
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import Tuple
+from typing import List, Tuple
 
 import torch
 
@@ -54,11 +56,47 @@ def _input_dim(model: torch.nn.Module) -> int:
     return int(first.in_features)
 
 
-def load_model(path: str, device="cpu") -> Tuple[torch.nn.Module, dict]:
-    """(model in eval mode on ``device``, meta): the stored meta plus ``model_config``,
-    ``input_dim``, ``num_outputs`` and ``num_pdfs`` (``num_outputs`` unless meta has it)."""
+def save_ensemble(path: str, member_paths: List[str]) -> dict:
+    """One model file of the networks in ``member_paths`` whose log-posteriors are averaged
+    (``Ensemble``), written atomically; returns its meta. The members must read the same
+    features (the same feature transform and input dim) and give the same outputs; an error
+    names the first that does not."""
+    if len(member_paths) < 2:
+        raise FormatError(f"an ensemble needs at least 2 networks, got {len(member_paths)}")
+    objs = [_read(p) for p in member_paths]
+    first = objs[0]
+    for p, o in zip(member_paths[1:], objs[1:]):
+        if "ensemble" in o:
+            raise FormatError(f"{p}: is an ensemble already; give its members")
+        for key, what in (("input_dim", "input dim"), ("num_outputs", "number of outputs")):
+            if int(o[key]) != int(first[key]):
+                raise FormatError(f"{p}: {what} {o[key]}, but {member_paths[0]} has "
+                                  f"{first[key]}: not members of one ensemble")
+        for key in ("transform", "num_pdfs", "frame_subsampling_factor"):
+            a, b = (first.get("meta") or {}).get(key), (o.get("meta") or {}).get(key)
+            if a != b:
+                raise FormatError(f"{p}: its {key} differs from {member_paths[0]}'s: not "
+                                  f"members of one ensemble (they must read the same features "
+                                  f"and give the same outputs)")
+    if "ensemble" in first:
+        raise FormatError(f"{member_paths[0]}: is an ensemble already; give its members")
+    meta = dict(first.get("meta") or {})
+    meta["ensemble_members"] = [os.path.realpath(p) for p in member_paths]
+    obj = {"format": FORMAT, "model_config": first["model_config"],
+           "input_dim": int(first["input_dim"]), "num_outputs": int(first["num_outputs"]),
+           "meta": _plain(meta, "meta"), "state_dict": {},
+           "ensemble": [{k: o[k] for k in ("model_config", "input_dim", "num_outputs",
+                                           "state_dict")} for o in objs]}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+    return meta
+
+
+def _read(path: str) -> dict:
+    """The checked contents of a model file."""
     try:
-        obj = torch.load(path, map_location=device, weights_only=True)
+        obj = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise FormatError(f"{path}: no such model file") from None
     except IsADirectoryError:
@@ -74,12 +112,30 @@ def load_model(path: str, device="cpu") -> Tuple[torch.nn.Module, dict]:
                if k not in obj]
     if missing:
         raise FormatError(f"{path}: {FORMAT} file lacks {', '.join(missing)}")
+    return obj
+
+
+def _build(path: str, obj: dict) -> torch.nn.Module:
     try:
         config = normalize_config(obj["model_config"])
         model = build_model(config, int(obj["input_dim"]), int(obj["num_outputs"]))
         model.load_state_dict(obj["state_dict"])
     except Exception as e:  # a bad config or a state dict of another shape
         raise FormatError(f"{path}: cannot rebuild the model: {e}") from None
+    return model
+
+
+def load_model(path: str, device="cpu") -> Tuple[torch.nn.Module, dict]:
+    """(model in eval mode on ``device``, meta): the stored meta plus ``model_config``,
+    ``input_dim``, ``num_outputs`` and ``num_pdfs`` (``num_outputs`` unless meta has it).
+    An ensemble file gives an ``Ensemble`` of its members."""
+    obj = _read(path)
+    if "ensemble" in obj:
+        from hybridasr.models.ensemble import Ensemble
+        model = Ensemble([_build(f"{path} (member {i + 1})", m)
+                          for i, m in enumerate(obj["ensemble"])])
+    else:
+        model = _build(path, obj)
     model.to(device).eval()
     meta = dict(obj.get("meta") or {})
     meta["model_config"] = obj["model_config"]

@@ -66,6 +66,11 @@ def summarize(exp_dir: str, decode_dir: str, gmm_decode_dir: Optional[str] = Non
         accepted = [m for m in epochs if m.get("cv_fer") is not None and m.get("accepted")]
         if accepted:
             out["cv_fer"] = round(100.0 * accepted[-1]["cv_fer"], 2)
+    members = sorted(d for d in os.listdir(exp_dir) if re.fullmatch(r"member[0-9]+", d)
+                     and os.path.isdir(os.path.join(exp_dir, d))) if os.path.isdir(exp_dir) else []
+    final = os.path.join(exp_dir, "final.nnet")
+    if members and os.path.islink(final) and os.readlink(final) == "ensemble.nnet":
+        out["num_models"] = 1 + len(members)  # (the training figures are the first member's)
     for name in ("curves.png", "metrics.jsonl", "log"):
         p = os.path.join(exp_dir, name)
         if os.path.exists(p):
@@ -86,7 +91,9 @@ def format_summary(s: dict) -> str:
     if "epochs" in s:
         lines.append(f"training:      {s['epochs']} epochs, {s.get('train_seconds', 0)} s, "
                      f"{s.get('frames_per_second', '?')} frames/s, padding ratio "
-                     f"{s.get('padding_ratio', '?')}, CV FER of the final model {s.get('cv_fer', '?')}%")
+                     f"{s.get('padding_ratio', '?')}, CV FER of the final model {s.get('cv_fer', '?')}%"
+                     + (f" (the first of {s['num_models']} networks; final.nnet averages their "
+                        f"log-posteriors)" if s.get("num_models") else ""))
     for key in ("curves_png", "metrics_jsonl", "log"):
         if key in s:
             lines.append(f"{key.replace('_', '.', 1) if key != 'log' else 'logs'}: {s[key]}")

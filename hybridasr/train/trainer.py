@@ -128,6 +128,11 @@ class Trainer:
         from hybridasr.models import load_model, model_class, normalize_config
 
         init, meta = load_model(path, self.dev)
+        if meta.get("ensemble_members"):  # (train.sh --num-models): one network goes on
+            log.warning("--init-model=%s is an ensemble of %d networks: training goes on from "
+                        "the first (%s) alone", path, len(meta["ensemble_members"]),
+                        meta["ensemble_members"][0])
+            init = init.members[0]
         # dropout (and a model's other training-only options) shapes no parameter: a model may
         # go on training with another rate (e.g. sequence training without it)
         free = {"dropout", *getattr(model_class(self.mcfg["model"]), "training_only_options",

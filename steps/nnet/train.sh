@@ -6,6 +6,9 @@
 # (-> the best model), final.mdl and ali_train_pdf.counts (for decoding), metrics.jsonl,
 # curves.png and log/train.log. Run it again to resume an interrupted training; --restart true
 # trains from scratch (train.py removes its own files from <exp-dir> first, nothing else).
+# --num-models N (N > 1): N-1 more networks of the same options and other seeds (train.conf's
+# --seed + 1000 k) into <exp-dir>/member2..N, and final.nnet -> ensemble.nnet, one model that
+# averages the N networks' log-posteriors (pybin/ensemble_nnet.py; Kaldi's decode_score_fusion.sh).
 
 # Begin configuration section.
 cmd=run.pl           # e.g. "queue.pl --gpu 1" from cmd.sh
@@ -24,6 +27,8 @@ torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --node-rank 0 --
 train_opts=          # more train.py options, e.g. "--learning-rate=0.0005 --max-iters=10"
 restart=false        # true: train from scratch (passes train.py --restart=true); false: resume
                      # <exp-dir> (passes nothing)
+num_models=1         # networks trained (seeds --seed + 1000 k); more than 1: final.nnet is their
+                     # ensemble (the average of their log-posteriors)
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -50,6 +55,7 @@ Options:
   --torchrun-opts "<opts>"               # multi-node rendezvous etc., passed to torchrun
   --train-opts "<opts>"                  # more train.py options
   --restart true|false                   # train from scratch / resume (default: $restart)
+  --num-models <n>                       # networks of other seeds averaged (default: $num_models)
 USAGE
   exit 1
 fi
@@ -103,6 +109,7 @@ import_if_needed() {  # <ali-dir> <data-dir> <name> -> prints the imported dir
     return 1
   fi
 }
+case "$num_models" in ''|*[!0-9]*|0) echo "$0: --num-models must be a whole number, at least 1 (not '$num_models')" >&2; exit 1 ;; esac
 ali_tr=$(import_if_needed "$ali_tr" "$data_tr" ali_tr)
 ali_cv=$(import_if_needed "$ali_cv" "$data_cv" ali_cv)
 
@@ -161,4 +168,20 @@ $cmd "${cmd_opts[@]}" "$train_log" \
        grep -E "ERROR|Error" "$train_log" | tail -n 3 >&2 || true; exit 1; }
 
 [ -e "$dir/final.nnet" ] || { echo "$0: no $dir/final.nnet after training; see $dir/log/train.log" >&2; exit 1; }
+if [ "$num_models" -gt 1 ] && [ "$node_rank" -eq 0 ]; then
+  # (train.py links final.nnet to its best epoch again whenever it runs: the first member)
+  members=("$dir/$(readlink "$dir/final.nnet")")
+  seed=$(sed -nE 's/^--seed=([0-9]+)$/\1/p' "$dir/train.conf" | tail -n 1)
+  for k in $(seq 2 $num_models); do
+    echo "$0: training member $k of $num_models into $dir/member$k (--seed=$((seed + 1000 * (k - 1))))"
+    # shellcheck disable=SC2086
+    $cmd "${cmd_opts[@]}" "$dir/log/train.member$k.log" \
+      "${launcher[@]}" "${opts[@]}" $train_opts --seed=$((seed + 1000 * (k - 1))) \
+      "$data_tr" "$data_cv" "$ali_tr" "$ali_cv" "$dir/member$k" \
+      || { echo "$0: training member $k failed, see $dir/log/train.member$k.log" >&2; exit 1; }
+    members+=("$dir/member$k/final.nnet")
+  done
+  $cmd "$dir/log/ensemble.log" ensemble_nnet.py "${members[@]}" "$dir/ensemble.nnet"
+  ln -sfn ensemble.nnet "$dir/final.nnet.tmp" && mv -T "$dir/final.nnet.tmp" "$dir/final.nnet"
+fi
 echo "$0: done training $dir: final.nnet -> $(readlink "$dir/final.nnet"); metrics in $dir/metrics.jsonl, curves in $dir/curves.png"

@@ -27,6 +27,7 @@ model_config=auto    # auto: by data/train's hours, conf/model/blstm_{small,medi
                      # 0.5 h with no cv set to judge an epoch: conf/model/mlp_small.conf)
 batching_config=auto # auto: with --model-config auto, the rule's (frame shuffling for its MLP), else
                      # conf/batching.conf (whole utterances, as the flat start and CTC always get)
+num_models=1         # networks of other seeds averaged in final.nnet (steps/nnet/train.sh --num-models)
 schedule_config=auto # auto: conf/schedule.conf (newbob on the cv loss), or conf/schedule_all_data.conf
                      # where the cv set is too small to judge an epoch (training on every utterance)
 device=cpu           # cpu|cuda|auto (training and decoding)
@@ -88,8 +89,7 @@ help_message="Usage: $0 [options]   (each option is a variable of the configurat
           --graph exp/tri4b/graph_tgpr --test data/test_dev93
 Stages: 0 check+copy Kaldi dir, 1 features, 2 alignments+cv split, 3 train, 4 decode+score, 5 summary"
 
-echo "$0 $@"
-cmdline="$0 $*"
+echo "$0 $@"; cmdline="$0 $*"
 recipe=$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)  # (this script's dir: its local/)
 cd "$(dirname "$0")"
 localdir=local; [ -x local/run_ctc.sh ] || localdir=$recipe/local
@@ -205,11 +205,11 @@ chain_ali=$kaldi_dir/$ali  # (the hybrid's alignment: the GMM's, or the flat sta
 chain_args=("${dec[@]}" --lang-test "$lang_test" --model-config "$chain_model_config"
   --train-opts "$train_opts${chain_train_opts:+ $chain_train_opts}" $chain_opts "$lang_dir" "$chain_ali" exp/chain/tdnn)
 if run_stage 3; then
-  banner 3 "train $dir ($model_config, $batching_config, $schedule_config, $device x $nproc)"
+  banner 3 "train $dir ($model_config x $num_models, $batching_config, $schedule_config, $device x $nproc)"
   # (changed schedule options are notes: a resumed training applies them by itself)
   stage_begin $dir/stage3.json --note=schedule_config=$schedule_config \
     "--note=train_opts=$train_opts" "$model_config" "$batching_config" "$lang_dir/phones.txt" \
-    data/train_tr90/feats.scp data/train_cv10/feats.scp exp/ali_train \
+    data/train_tr90/feats.scp data/train_cv10/feats.scp exp/ali_train num_models=$num_models \
     $([ "$speed_perturb" == true ] && echo data/train_sp_tr90/feats.scp exp/ali_train_sp)
   tr=data/train_tr90; tr_ali=exp/ali_train
   [ "$speed_perturb" == true ] && tr=data/train_sp_tr90 && tr_ali=exp/ali_train_sp
@@ -217,7 +217,7 @@ if run_stage 3; then
   opts=$train_opts; [ $gmm == false ] && opts="--keep-lr-iters=1${opts:+ $opts}"
   if needs_training $dir $stage_status; then
     steps/nnet/train.sh --cmd "$cuda_cmd" --device $device --nproc $nproc \
-      ${parallel:+--parallel $parallel} --restart $train_restart --model-config $model_config \
+      ${parallel:+--parallel $parallel} --restart $train_restart --num-models $num_models --model-config $model_config \
       --batching-config $batching_config --schedule-config $schedule_config \
       ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} ${opts:+--train-opts "$opts"} \
       $tr data/train_cv10 "$lang_dir" $tr_ali exp/ali_train $dir
