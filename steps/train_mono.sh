@@ -67,11 +67,8 @@ if [ -n "$init_ali" ]; then
   for f in "$init_ali/num_jobs" "$init_ali/final.mdl"; do
     [ ! -f "$f" ] && echo "$0: missing file $f (--init-ali)" >&2 && exit 1
   done
-  if [ -f "$init_ali/phones.txt" ] && ! cmp -s "$lang/phones.txt" "$init_ali/phones.txt"; then
-    echo "$0: $lang/phones.txt and $init_ali/phones.txt differ: --init-ali is not an" \
-         "alignment of this lang dir's phones" >&2
-    exit 1
-  fi
+  "$utils/lang/check_phones_compatible.sh" "$lang/phones.txt" "$init_ali/phones.txt" || \
+    { echo "$0: --init-ali is not an alignment of $lang's phones" >&2; exit 1; }
 fi
 nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 mkdir -p "$dir/log"

@@ -210,3 +210,29 @@ def test_jobs_for_speakers(tmp_path, repo_dir, nj, spk2utt, out, err):
     assert (p.returncode == 0) == (out is not None)
     assert p.stdout.strip() == (out or "")
     assert err in p.stderr and (not err or p.stderr.startswith("caller.sh: "))
+
+
+def test_check_phones_compatible(tmp_path, repo_dir, kaldi_digits):
+    """utils/lang/check_phones_compatible.sh, as Kaldi's: kaldi_digits' phones.txt against
+    itself with more disambiguation symbols (a lang dir of a larger lexicon) passes; a phone
+    renumbered fails naming both files; one table missing passes, both missing fails."""
+    tool = str(repo_dir / "utils/lang/check_phones_compatible.sh")
+    phones = (kaldi_digits / "data/lang/phones.txt").read_text()
+    assert "#0 " in phones
+    n = max(int(ln.split()[1]) for ln in phones.splitlines())
+    more = tmp_path / "more.txt"
+    more.write_text(phones + f"#{n} {n + 1}\n#{n + 1} {n + 2}\n")
+    lines = phones.splitlines()
+    swapped = tmp_path / "swapped.txt"
+    a, b = lines[1].split()[0], lines[2].split()[0]
+    swapped.write_text("\n".join([lines[0], f"{b} 1", f"{a} 2", *lines[3:]]) + "\n")
+
+    def check(x, y):
+        return subprocess.run([tool, str(x), str(y)], capture_output=True, text=True,
+                              timeout=30)
+    assert check(kaldi_digits / "data/lang/phones.txt", more).returncode == 0
+    p = check(kaldi_digits / "data/lang/phones.txt", swapped)
+    assert p.returncode == 1 and "swapped.txt are not compatible" in p.stderr
+    assert check(more, tmp_path / "absent.txt").returncode == 0
+    p = check(tmp_path / "absent.txt", tmp_path / "absent2.txt")
+    assert p.returncode == 1 and "neither" in p.stderr

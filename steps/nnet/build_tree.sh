@@ -68,11 +68,8 @@ ali_nj=$(cat "$alidir/num_jobs")
 for n in $(seq "$ali_nj"); do
   [ ! -f "$alidir/ali.$n.gz" ] && echo "$0: missing file $alidir/ali.$n.gz" >&2 && exit 1
 done
-if [ -f "$alidir/phones.txt" ] && ! cmp -s "$lang/phones.txt" "$alidir/phones.txt"; then
-  echo "$0: $lang/phones.txt and $alidir/phones.txt differ: the alignment is not of this" \
-       "lang dir's phones" >&2
-  exit 1
-fi
+"$utils/lang/check_phones_compatible.sh" "$lang/phones.txt" "$alidir/phones.txt" || \
+  { echo "$0: $alidir is not an alignment of $lang's phones" >&2; exit 1; }
 [ -z "$nj" ] && nj=$ali_nj
 ciphonelist=$(cat "$lang/phones/context_indep.csl")
 

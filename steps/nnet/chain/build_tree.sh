@@ -67,10 +67,8 @@ nj=$(cat "$alidir/num_jobs")
 for n in $(seq "$nj"); do
   [ ! -f "$alidir/ali.$n.gz" ] && echo "$0: missing file $alidir/ali.$n.gz" >&2 && exit 1
 done
-if [ -f "$alidir/phones.txt" ] && ! cmp -s "$lang/phones.txt" "$alidir/phones.txt"; then
-  echo "$0: $lang/phones.txt and $alidir/phones.txt differ" >&2
-  exit 1
-fi
+"$utils/lang/check_phones_compatible.sh" "$lang/phones.txt" "$alidir/phones.txt" || \
+  { echo "$0: $alidir is not an alignment of $lang's phones" >&2; exit 1; }
 ciphonelist=$(cat "$lang/phones/context_indep.csl")
 fsf=$frame_subsampling_factor
 
