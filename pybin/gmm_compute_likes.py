@@ -20,14 +20,38 @@ def get_parser():
                    help="add-deltas order (0 for LDA/splice systems is not supported)")
     add_bool(p, "--norm-means", True, "apply per-speaker mean normalisation (cmvn.scp)")
     add_bool(p, "--norm-vars", False, "also normalise variances")
+    p.add_argument("--boost-silence", type=float, default=1.0,
+                   help="factor of the likelihoods of the pdfs of --silence-phones (Kaldi's "
+                        "gmm-boost-silence, as align_si.sh uses it)")
+    p.add_argument("--silence-phones", default="",
+                   help="colon-separated phone ids whose pdfs --boost-silence scales, e.g. "
+                        "$(cat data/lang/phones/optional_silence.csl)")
     p.add_argument("model_in")
     p.add_argument("data_dir")
     p.add_argument("loglikes_wspecifier")
     return p
 
 
+def boosted_pdfs(tm, silence_phones: str):
+    """The pdfs of the phones in the colon-separated list (Kaldi's gmm-boost-silence)."""
+    import numpy as np
+
+    from hybridasr.errors import ConfigError
+
+    try:
+        phones = [int(x) for x in silence_phones.split(":") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--silence-phones must be colon-separated phone ids, got "
+                          f"{silence_phones!r}") from None
+    own = np.isin(tm.tid2phone, phones)
+    own[0] = False  # (transition-id 0 is no transition)
+    return np.unique(tm.tid2pdf[own])
+
+
 def main(argv=None):
     import logging
+
+    import numpy as np
 
     from hybridasr.data.dataset import UtteranceDataset
     from hybridasr.features.transform import FeatureTransform
@@ -38,7 +62,13 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     if args.delta_order < 0:
         raise ConfigError("--delta-order must be >= 0")
-    _, gmm = read_gmm_model(args.model_in)
+    if args.boost_silence <= 0:
+        raise ConfigError(f"--boost-silence must be > 0, got {args.boost_silence}")
+    tm, gmm = read_gmm_model(args.model_in)
+    boosted = boosted_pdfs(tm, args.silence_phones) if args.boost_silence != 1.0 else []
+    if args.boost_silence != 1.0 and not len(boosted):
+        raise ConfigError(f"--boost-silence={args.boost_silence}: --silence-phones "
+                          f"{args.silence_phones!r} names no phone of {args.model_in}")
     transform = FeatureTransform(norm_means=args.norm_means, norm_vars=args.norm_vars,
                                  delta_order=args.delta_order)
     ds = UtteranceDataset.from_data_dir(args.data_dir, transform=transform,
@@ -53,6 +83,8 @@ def main(argv=None):
     with MatrixWriter(args.loglikes_wspecifier) as w:
         for utt in ds:
             ll = gmm.log_likelihoods(ds.load(utt)[0])
+            if len(boosted):
+                ll[:, boosted] += np.log(args.boost_silence)
             w.write(utt, ll)
             frames += len(ll)
     logging.getLogger("gmm_compute_likes.py").info(

@@ -260,3 +260,22 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     assert any(n.startswith("wer_") for n in os.listdir(s5 / "exp/blstm_gmm/decode_test"))
     assert "model:         context-dependent network (exp/tri_ali: " in out
     assert "flat-start monophone network" not in out
+
+    # a GMM on the shortest utterances only (--flat-first-subset; by default above 10,000 of
+    # them, Kaldi's recipes' mono subsets), then steps/align_si.sh aligns all of data/train
+    p = subprocess.run(
+        ["./run.sh", "--kaldi-dir", str(kaldi), "--ali", "none", "--lang", "data/local/dict",
+         "--lm-text", "data/local/corpus.txt", "--lm-order", "1", "--flat-first-subset", "6",
+         "--num-leaves", "40", "--model-config", "conf/tiny_model.conf", "--nj", "1",
+         "--stage", "2", "--stop-stage", "2"],
+        cwd=s5, env=env, capture_output=True, text=True, timeout=900)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-6000:]
+    assert "the monophone GMM trains on the 6 shortest of data/train's 10 utterances" in out
+    assert len((s5 / "data/train_mono_subset/utt2spk").read_text().splitlines()) == 6
+    report = json.loads((s5 / "exp/flat/mono/log/train_report.json").read_text())
+    assert report["utterances"] == 6
+    aligned = json.loads((s5 / "exp/flat/ali_final/log/align_report.1.json").read_text())
+    assert aligned["utterances"] == 10 and aligned["aligned"] >= 9  # (one is too short)
+    assert "steps/align_si.sh" in out and "--boost-silence 1.25" in out
+    assert "exp/flat/ali_final/ali.1.gz" in (s5 / "exp/tri_ali/log/acc_tree.1.log").read_text()

@@ -147,3 +147,45 @@ def test_train_mono_sh_aligns_kaldi_digits_near_kaldis_own_monophone_gmm(
     again = subprocess.run(cmd, cwd=d, env=env_with_path, capture_output=True, text=True,
                            timeout=120)
     assert again.returncode == 0 and "already holds the monophone GMM" in again.stdout
+
+
+def test_align_si_reproduces_kaldis_alignment(kaldi_digits_copy, repo_dir, env_with_path):
+    """steps/align_si.sh with Kaldi's own monophone GMM (kaldi_digits' exp/mono_ali, made by
+    Kaldi's align_si.sh) aligns every frame as Kaldi did; --boost-silence moves frames to
+    silence; a model of another lang's phones is refused."""
+    import json
+
+    d = kaldi_digits_copy
+    run = lambda *a: subprocess.run([str(repo_dir / "steps/align_si.sh"), *a], cwd=d,  # noqa
+                                    env=env_with_path, capture_output=True, text=True,
+                                    timeout=300)
+    p = run("--nj", "2", "data/train", "data/lang", "exp/mono_ali", "exp/our_ali")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "aligned 120 of 120 utterances" in p.stdout
+    p = subprocess.run(["compare_alignments.py", "exp/mono_ali", "exp/our_ali", "cmp.json"],
+                       cwd=d, env=env_with_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    cmp = json.loads((d / "cmp.json").read_text())
+    assert cmp["utterances"] == 120 and cmp["pdf_agreement"] == 100.0
+    for f in ("final.mdl", "tree", "phones.txt", "num_jobs", "log/align_report.2.json"):
+        assert (d / "exp/our_ali" / f).is_file(), f
+    # boosting silence's likelihoods gives it frames
+    p = run("--nj", "1", "--boost-silence", "1000", "data/train", "data/lang", "exp/mono_ali",
+            "exp/boosted")
+    assert p.returncode == 0, p.stderr[-3000:]
+    tm = read_transition_model(str(d / "exp/mono_ali/final.mdl"))
+    sil = set(int(x) for x in (d / "data/lang/phones/optional_silence.csl").read_text()
+              .strip().split(":"))
+    n_sil = lambda ali: sum(int(np.isin(tm.tid2phone[a], list(sil)).sum())  # noqa: E731
+                            for _, a in iter_alignment_file(str(d / ali)))
+    assert n_sil("exp/boosted/ali.1.gz") > n_sil("exp/our_ali/ali.1.gz") + n_sil(
+        "exp/our_ali/ali.2.gz")
+    # phones of another lang dir
+    other = d / "lang_other"
+    import shutil
+    shutil.copytree(d / "data/lang", other)
+    lines = (other / "phones.txt").read_text().splitlines()
+    (other / "phones.txt").write_text("\n".join([lines[0], lines[2].split()[0] + " 1",
+                                                 lines[1].split()[0] + " 2", *lines[3:]]) + "\n")
+    p = run("data/train", str(other), "exp/mono_ali", "exp/bad")
+    assert p.returncode != 0 and "not a model of" in p.stderr

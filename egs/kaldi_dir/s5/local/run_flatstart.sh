@@ -6,7 +6,11 @@
 # into exp/tri_ali; 0: none, the monophone alignment is the targets), imported into
 # exp/ali_train as the recipe network's targets. With --objective gmm the flat start is a
 # monophone GMM instead (steps/train_mono.sh into exp/flat/mono, as Kaldi's train_mono.sh;
-# its final alignment is exp/flat/ali_final). Each part is skipped when done.
+# its final alignment is exp/flat/ali_final): on data/train, or where data/train has more than
+# --gmm-max-utts utterances (or --first-subset is given) on that many of its shortest
+# (data/train_mono_subset, as Kaldi's recipes train mono on 500-10k short ones), and then all
+# of data/train aligned with it (steps/align_si.sh into exp/flat/ali_final). Each part is
+# skipped when done.
 
 # Begin configuration section.
 objective=gmm        # gmm: a monophone GMM (steps/train_mono.sh, Kaldi's; --rounds unused) |
@@ -14,7 +18,8 @@ objective=gmm        # gmm: a monophone GMM (steps/train_mono.sh, Kaldi's; --rou
                      # graph | ce: one by cross-entropy on the equal alignment
 gmm_opts="--boost-silence 1.25" # steps/train_mono.sh options with --objective gmm
 rounds=1             # realign-and-retrain rounds of the monophone flat start
-first_subset=0       # >0: the first network trains on this many of the shortest utterances
+first_subset=0       # >0: the first network (or the GMM) trains on this many of the shortest utterances
+gmm_max_utts=10000   # the GMM's utterances at most (the shortest; then align_si.sh aligns all)
 num_leaves=1000      # leaves of the context-dependent tree (0: no tree)
 model_config=        # steps/nnet/train_flatstart.sh's (empty: its defaults)
 batching_config=
@@ -41,7 +46,7 @@ Usage: $0 [options] <lang-dir>
  ... run from the recipe dir after its stage 1 (data/train with features).
  e.g.: $0 --rounds 2 --num-leaves 500 data/lang
 Options (default): --objective fullsum|ce|gmm ($objective), --gmm-opts "<steps/train_mono.sh
-  options>" ($gmm_opts), --rounds N ($rounds), --first-subset N
+  options>" ($gmm_opts), --gmm-max-utts N ($gmm_max_utts), --rounds N ($rounds), --first-subset N
   ($first_subset), --num-leaves N ($num_leaves), --model-config, --batching-config,
   --schedule-config FILE, --train-opts, --align-opts "...", --nproc N, --parallel,
   --torchrun-opts, --nj N ($nj), --device ($device)
@@ -55,9 +60,27 @@ if [ "$objective" == gmm ]; then
   # (Kaldi's recipes: steps/train_mono.sh --boost-silence 1.25, then steps/align_si.sh; the
   # GMM's own final alignment is that of align_si.sh)
   # shellcheck disable=SC2086
-  steps/train_mono.sh --nj $nj --cmd "$train_cmd" $gmm_opts data/train "$lang_dir" exp/flat/mono
-  if up_to_date exp/flat/ali_final/num_jobs exp/flat/mono/num_jobs; then
+  max=$gmm_max_utts; [ "$first_subset" -gt 0 ] && max=$first_subset
+  mono_data=data/train
+  if [ "$(wc -l < data/train/utt2spk)" -gt "$max" ]; then
+    mono_data=data/train_mono_subset
+    if ! up_to_date $mono_data/utt2spk data/train/utt2spk || \
+       [ "$(wc -l < $mono_data/utt2spk)" -ne "$max" ]; then
+      rm -rf $mono_data
+      utils/subset_data_dir.sh --shortest data/train "$max" $mono_data
+    fi
+    echo "$0: the monophone GMM trains on the $max shortest of data/train's" \
+      "$(wc -l < data/train/utt2spk) utterances ($mono_data; --gmm-max-utts), then aligns them all"
+  fi
+  # shellcheck disable=SC2086
+  steps/train_mono.sh --nj $nj --cmd "$train_cmd" $gmm_opts $mono_data "$lang_dir" exp/flat/mono
+  boost=$(echo " $gmm_opts " | sed -nE 's/.* --boost-silence[= ]([0-9.]+) .*/\1/p')
+  if up_to_date exp/flat/ali_final/num_jobs exp/flat/mono/final.mdl; then
     echo "exp/flat/ali_final already holds exp/flat/mono's alignment: skipping"
+  elif [ $mono_data != data/train ]; then  # (Kaldi's recipes: steps/align_si.sh after mono)
+    rm -rf exp/flat/ali_final
+    steps/align_si.sh --nj $nj --cmd "$train_cmd" --boost-silence "${boost:-1.0}" data/train \
+      "$lang_dir" exp/flat/mono exp/flat/ali_final
   else
     rm -rf exp/flat/ali_final
     mkdir -p exp/flat/ali_final
