@@ -32,22 +32,6 @@ def get_parser():
     return p
 
 
-def boosted_pdfs(tm, silence_phones: str):
-    """The pdfs of the phones in the colon-separated list (Kaldi's gmm-boost-silence)."""
-    import numpy as np
-
-    from hybridasr.errors import ConfigError
-
-    try:
-        phones = [int(x) for x in silence_phones.split(":") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"--silence-phones must be colon-separated phone ids, got "
-                          f"{silence_phones!r}") from None
-    own = np.isin(tm.tid2phone, phones)
-    own[0] = False  # (transition-id 0 is no transition)
-    return np.unique(tm.tid2pdf[own])
-
-
 def main(argv=None):
     import logging
 
@@ -56,6 +40,7 @@ def main(argv=None):
     from hybridasr.data.dataset import UtteranceDataset
     from hybridasr.features.transform import FeatureTransform
     from hybridasr.kaldi.gmm_model import read_gmm_model
+    from hybridasr.kaldi.io.table import parse_csl
     from hybridasr.kaldi.io.table_writer import MatrixWriter
     from hybridasr.errors import ConfigError, FormatError
 
@@ -65,7 +50,8 @@ def main(argv=None):
     if args.boost_silence <= 0:
         raise ConfigError(f"--boost-silence must be > 0, got {args.boost_silence}")
     tm, gmm = read_gmm_model(args.model_in)
-    boosted = boosted_pdfs(tm, args.silence_phones) if args.boost_silence != 1.0 else []
+    boosted = (tm.pdfs_of_phones(parse_csl(args.silence_phones, "--silence-phones"))
+               if args.boost_silence != 1.0 else [])
     if args.boost_silence != 1.0 and not len(boosted):
         raise ConfigError(f"--boost-silence={args.boost_silence}: --silence-phones "
                           f"{args.silence_phones!r} names no phone of {args.model_in}")

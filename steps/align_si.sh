@@ -82,11 +82,4 @@ if ! $cmd JOB=1:$nj "$dir/log/align.JOB.log" \
 fi
 echo $nj > "$dir/num_jobs"
 
-utts=0; aligned=0; failed=0
-for n in $(seq $nj); do
-  read -r -d '' u a f <<< "$(json_get.py "$dir/log/align_report.$n.json" utterances aligned \
-    num_failed)" || true
-  utts=$((utts + u)); aligned=$((aligned + a)); failed=$((failed + f))
-done
-echo "$0: aligned $aligned of $utts utterances into $dir; $failed failed (both beams; per job:" \
-     "$dir/log/align_report.JOB.json)"
+"$utils/align_report.sh" "$0" "$dir"

@@ -24,12 +24,11 @@ from typing import Dict, List
 import numpy as np
 
 from hybridasr.align.alignments import iter_alignment_dir
-from hybridasr.align.equal_align import silence_transition_ids
 from hybridasr.gmm.diag_gmm import DiagGmmSet, write_gmm_model
 from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
 from hybridasr.align.viterbi import AlignOptions, align_utterance
 from hybridasr.errors import ConfigError, FormatError
-from hybridasr.kaldi.io.table import read_text_rspecifier
+from hybridasr.kaldi.io.table import read_csl, read_text_rspecifier
 from hybridasr.kaldi.io.table_writer import IntVectorWriter
 from hybridasr.kaldi.transition_model import TransitionModel, read_transition_model
 from hybridasr.kaldi.tree import read_tree
@@ -162,7 +161,7 @@ def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
     gmms = DiagGmmSet.init_global(tm.num_pdfs, mean, x2 / rep.frames - mean * mean
                                   + opts.min_variance)
     rng = np.random.default_rng(opts.seed)
-    silence_pdfs = np.unique(tm.tid2pdf[silence_transition_ids(tm, lang_dir)])
+    silence_pdfs = tm.pdfs_of_phones(read_csl(f"{lang_dir}/phones/silence.csl"))
     num_gauss = tm.num_pdfs
     inc_gauss = max(0, (opts.tot_gauss - num_gauss) // opts.max_iter_inc)
 

@@ -139,6 +139,13 @@ class TransitionModel:
     def transition_id_to_pdf(self, tid: int) -> int:
         return int(self.tid2pdf[self._check_tid(tid)])
 
+    def pdfs_of_phones(self, phones) -> np.ndarray:
+        """The sorted pdf-ids of the HMM states of ``phones`` (e.g. a lang dir's silence:
+        the pdfs gmm-boost-silence boosts)."""
+        own = np.isin(self.tid2phone, list(phones))
+        own[0] = False  # (transition-id 0 is none)
+        return np.unique(self.tid2pdf[own])
+
     def transition_id_to_phone(self, tid: int) -> int:
         return int(self.tid2phone[self._check_tid(tid)])
 

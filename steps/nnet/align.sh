@@ -116,13 +116,4 @@ if ! $cmd JOB=1:$nj "$dir/log/align.JOB.log" \
 fi
 echo $nj > "$dir/num_jobs"
 
-utts=0; aligned=0; failed=0; no_text=0; oov=0; frames=0
-for n in $(seq $nj); do
-  read -r -d '' u a f t o fr <<< "$(json_get.py "$dir/log/align_report.$n.json" utterances \
-    aligned num_failed num_no_transcript oov_words frames)" || true
-  utts=$((utts + u)); aligned=$((aligned + a)); failed=$((failed + f))
-  no_text=$((no_text + t)); oov=$((oov + o)); frames=$((frames + fr))
-done
-echo "$0: aligned $aligned of $utts utterances ($frames frames) into $dir; $failed failed" \
-     "(both beams), $no_text without transcript; $oov transcript words mapped to the OOV word" \
-     "(per job: $dir/log/align_report.JOB.json)"
+"$utils/align_report.sh" "$0" "$dir"

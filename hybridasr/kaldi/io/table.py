@@ -167,11 +167,16 @@ def read_csl(path: str) -> List[int]:
     if not os.path.isfile(path):
         raise FormatError(f"missing file {path}")
     with open(path, encoding="utf-8") as f:
-        text = f.read().strip()
+        return parse_csl(f.read(), path)
+
+
+def parse_csl(text: str, where: str) -> List[int]:
+    """``1:2:3`` as integers (empty: none); a FormatError naming ``where`` otherwise."""
+    text = text.strip()
     try:
         return [int(x) for x in text.split(":")] if text else []
     except ValueError:
-        raise FormatError(f"{path}: expected colon-separated integers, got {text[:60]!r}") \
+        raise FormatError(f"{where}: expected colon-separated integers, got {text[:60]!r}") \
             from None
 
 

@@ -16,7 +16,8 @@
 objective=gmm        # gmm: a monophone GMM (steps/train_mono.sh, Kaldi's; --rounds unused) |
                      # fullsum: a first network by Baum-Welch over each utterance's training
                      # graph | ce: one by cross-entropy on the equal alignment
-gmm_opts="--boost-silence 1.25" # steps/train_mono.sh options with --objective gmm
+boost_silence=1.25   # the GMM's silence boost in training and in align_si.sh (Kaldi's recipes')
+gmm_opts=            # more steps/train_mono.sh options with --objective gmm
 rounds=1             # realign-and-retrain rounds of the monophone flat start
 first_subset=0       # >0: the first network (or the GMM) trains on this many of the shortest utterances
 gmm_max_utts=10000   # the GMM's utterances at most (the shortest; then align_si.sh aligns all)
@@ -45,8 +46,8 @@ if [ $# -ne 1 ]; then
 Usage: $0 [options] <lang-dir>
  ... run from the recipe dir after its stage 1 (data/train with features).
  e.g.: $0 --rounds 2 --num-leaves 500 data/lang
-Options (default): --objective fullsum|ce|gmm ($objective), --gmm-opts "<steps/train_mono.sh
-  options>" ($gmm_opts), --gmm-max-utts N ($gmm_max_utts), --rounds N ($rounds), --first-subset N
+Options (default): --objective fullsum|ce|gmm ($objective), --boost-silence F ($boost_silence),
+  --gmm-opts "<more steps/train_mono.sh options>", --gmm-max-utts N ($gmm_max_utts), --rounds N ($rounds), --first-subset N
   ($first_subset), --num-leaves N ($num_leaves), --model-config, --batching-config,
   --schedule-config FILE, --train-opts, --align-opts "...", --nproc N, --parallel,
   --torchrun-opts, --nj N ($nj), --device ($device)
@@ -73,13 +74,13 @@ if [ "$objective" == gmm ]; then
       "$(wc -l < data/train/utt2spk) utterances ($mono_data; --gmm-max-utts), then aligns them all"
   fi
   # shellcheck disable=SC2086
-  steps/train_mono.sh --nj $nj --cmd "$train_cmd" $gmm_opts $mono_data "$lang_dir" exp/flat/mono
-  boost=$(echo " $gmm_opts " | sed -nE 's/.* --boost-silence[= ]([0-9.]+) .*/\1/p')
+  steps/train_mono.sh --nj $nj --cmd "$train_cmd" --boost-silence $boost_silence $gmm_opts \
+    $mono_data "$lang_dir" exp/flat/mono
   if up_to_date exp/flat/ali_final/num_jobs exp/flat/mono/final.mdl; then
     echo "exp/flat/ali_final already holds exp/flat/mono's alignment: skipping"
   elif [ $mono_data != data/train ]; then  # (Kaldi's recipes: steps/align_si.sh after mono)
     rm -rf exp/flat/ali_final
-    steps/align_si.sh --nj $nj --cmd "$train_cmd" --boost-silence "${boost:-1.0}" data/train \
+    steps/align_si.sh --nj $nj --cmd "$train_cmd" --boost-silence $boost_silence data/train \
       "$lang_dir" exp/flat/mono exp/flat/ali_final
   else
     rm -rf exp/flat/ali_final
