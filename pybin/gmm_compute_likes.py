@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Log-likelihoods of a Kaldi GMM model (final.mdl) over a data dir, like Kaldi's
-gmm-compute-likes on apply-cmvn + add-deltas features: a network-free input for
-decode_faster_mapped.py and steps/score.sh (checks a graph and the decoder against Kaldi)."""
+gmm-compute-likes on apply-cmvn + add-deltas features (or, with --feature-pipeline, the GMM
+dir's own pipeline: its cmvn_opts, then splice + final.mat or deltas): a network-free input for
+decode_faster_mapped.py and steps/score.sh (checks a graph and the decoder against Kaldi), and
+the GMM's half of steps/nnet/decode.sh --gmm-dir."""
 
 
 from hybridasr.cli import add_bool, make_parser, run_main
@@ -23,6 +25,11 @@ def get_parser():
     p.add_argument("--boost-silence", type=float, default=1.0,
                    help="factor of the likelihoods of the pdfs of --silence-phones (Kaldi's "
                         "gmm-boost-silence, as align_si.sh uses it)")
+    p.add_argument("--feature-pipeline", default="", metavar="GMM-DIR",
+                   help="instead of --delta-order/--norm-means/--norm-vars: the features of "
+                        "GMM-DIR's own pipeline (its cmvn_opts, then splice_opts + final.mat "
+                        "where it has final.mat, else deltas), as Kaldi's decode.sh builds "
+                        "them; no fMLLR transforms")
     p.add_argument("--silence-phones", default="",
                    help="colon-separated phone ids whose pdfs --boost-silence scales, e.g. "
                         "$(cat data/lang/phones/optional_silence.csl)")
@@ -33,12 +40,11 @@ def get_parser():
 
 
 def main(argv=None):
+    import itertools
     import logging
 
     import numpy as np
 
-    from hybridasr.data.dataset import UtteranceDataset
-    from hybridasr.features.transform import FeatureTransform
     from hybridasr.kaldi.gmm_model import read_gmm_model
     from hybridasr.kaldi.io.table import parse_csl
     from hybridasr.kaldi.io.table_writer import MatrixWriter
@@ -55,27 +61,56 @@ def main(argv=None):
     if args.boost_silence != 1.0 and not len(boosted):
         raise ConfigError(f"--boost-silence={args.boost_silence}: --silence-phones "
                           f"{args.silence_phones!r} names no phone of {args.model_in}")
-    transform = FeatureTransform(norm_means=args.norm_means, norm_vars=args.norm_vars,
-                                 delta_order=args.delta_order)
-    ds = UtteranceDataset.from_data_dir(args.data_dir, transform=transform,
-                                        use_cmvn=args.norm_means)
-    if len(ds):
-        dim = transform.output_dim(ds.feature_dim())
-        if dim != gmm.dim:
-            raise FormatError(f"{args.data_dir}: features with deltas of order "
-                              f"{args.delta_order} have dim {dim}, {args.model_in} expects "
-                              f"{gmm.dim} (wrong --delta-order, or an LDA system?)")
-    frames = 0
+    if args.feature_pipeline:
+        feats = _pipeline_features(args.feature_pipeline, args.data_dir)
+    else:
+        feats = _delta_features(args.data_dir, args.delta_order, args.norm_means,
+                                args.norm_vars)
+    feats = iter(feats)
+    first = next(feats, None)  # (its dim checked before the output is opened)
+    if first is not None and first[1].shape[1] != gmm.dim:
+        how = (f"{args.feature_pipeline}'s pipeline" if args.feature_pipeline else
+               f"deltas of order {args.delta_order}")
+        raise FormatError(f"{args.data_dir}: features of {how} have dim {first[1].shape[1]}, "
+                          f"{args.model_in} expects {gmm.dim} (wrong --delta-order, an LDA "
+                          f"system without --feature-pipeline, or features of another kind?)")
+    frames = utts = 0
     with MatrixWriter(args.loglikes_wspecifier) as w:
-        for utt in ds:
-            ll = gmm.log_likelihoods(ds.load(utt)[0])
+        for utt, x in itertools.chain([first] if first is not None else [], feats):
+            ll = gmm.log_likelihoods(x)
             if len(boosted):
                 ll[:, boosted] += np.log(args.boost_silence)
             w.write(utt, ll)
             frames += len(ll)
+            utts += 1
     logging.getLogger("gmm_compute_likes.py").info(
-        "scored %d utterances, %d frames with %d pdfs", len(ds), frames, gmm.num_pdfs)
+        "scored %d utterances, %d frames with %d pdfs", utts, frames, gmm.num_pdfs)
     return 0
+
+
+def _delta_features(data_dir: str, delta_order: int, norm_means: bool, norm_vars: bool):
+    """(utt, features) of per-speaker CMVN + deltas, as train_mono.sh/train_deltas.sh."""
+    from hybridasr.data.dataset import UtteranceDataset
+    from hybridasr.features.transform import FeatureTransform
+
+    transform = FeatureTransform(norm_means=norm_means, norm_vars=norm_vars,
+                                 delta_order=delta_order)
+    ds = UtteranceDataset.from_data_dir(data_dir, transform=transform, use_cmvn=norm_means)
+    for utt in ds:
+        yield utt, ds.load(utt)[0]
+
+
+def _pipeline_features(gmm_dir: str, data_dir: str):
+    """(utt, features) of ``gmm_dir``'s pipeline (no fMLLR transforms); an utterance without
+    a speaker or CMVN stats is skipped with a warning, as apply-cmvn."""
+    import os
+
+    from hybridasr.features.fmllr import FmllrPipeline, PipelineFeatures
+
+    return PipelineFeatures(FmllrPipeline.from_gmm_dir(gmm_dir),
+                            os.path.join(data_dir, "feats.scp"),
+                            os.path.join(data_dir, "cmvn.scp"),
+                            os.path.join(data_dir, "utt2spk"))
 
 
 if __name__ == "__main__":

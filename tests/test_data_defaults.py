@@ -33,7 +33,8 @@ def test_kaldi_digits_has_a_cv_set_mfcc_and_speed_copies(kaldi_digits, monkeypat
                            "batching_config": "conf/batching.conf",
                            "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule.conf",
-                           "chain_model_config": "conf/model/tdnnf_small.conf"}
+                           "chain_model_config": "conf/model/tdnnf_small.conf",
+                           "gmm_weight": "0.5"}
     assert "1 of 12 speakers" in m["split"]
 
 
@@ -45,6 +46,8 @@ def test_kaldi_polish_gets_fbank(kaldi_polish, monkeypatch, tmp_path):
     assert chosen(doc)["feat_type"] == "fbank" and chosen(doc)["speed_perturb"] == "true"
     assert chosen(doc)["model_config"] == "conf/model/blstm_medium.conf"
     assert "at least 0.5 h" in doc["chosen"]["feat_type"]["why"]
+    assert chosen(doc)["gmm_weight"] == "0"  # (the network alone from 0.5 h)
+    assert "at least 0.5 h" in doc["chosen"]["gmm_weight"]["why"]
     # without utt2dur the durations come from the wav headers: the same hours
     copy = tmp_path / "train"
     shutil.copytree("data/train", copy)
@@ -67,7 +70,8 @@ def test_ten_utterances_of_ten_digits_train_on_all(kaldi_digits, tmp_path, monke
                            "batching_config": "conf/batching/frame_shuffle.conf",
                            "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule_all_data.conf",
-                           "chain_model_config": "conf/model/tdnnf_small.conf"}
+                           "chain_model_config": "conf/model/tdnnf_small.conf",
+                           "gmm_weight": "0.5"}
     assert "training on all 10 utterances" in doc["measured"]["split"]
     lines = dd.describe(doc)
     assert lines[0].startswith("data/train: 10 utterances of 1 speaker(s)")
@@ -124,6 +128,22 @@ def test_frame_mlp_where_no_cv_set_judges_a_tiny_dir(hours, cv_set, model, batch
         assert flat["model_config"]["value"] == "conf/model/blstm_small.conf"
         assert flat["batching_config"]["value"] == "conf/batching.conf"
         assert "flat start's alignment" in flat["model_config"]["why"]
+
+
+@pytest.mark.parametrize("hours,flat_start,weight", [
+    (0.01, False, "0.5"), (0.49, False, "0.5"), (0.5, False, "0"), (100.0, False, "0"),
+    (0.01, True, "0"), (5.0, True, "0")])
+def test_gmm_weight_below_half_an_hour_on_a_gmms_alignment(hours, flat_start, weight):
+    """Decoding adds the alignment GMM's log-likelihoods (0.5 each) below 0.5 h of audio, on a
+    GMM's alignment; the flat start has no GMM of the network's tree."""
+    for cv_set in (True, False):
+        size = dd.DataSize(100, 10, hours, cv_set, "", cv_utterances=10, cv_words=30,
+                           cv_frames=3000, cv_small=not cv_set)
+        got = dd.choose(size, flat_start=flat_start)["gmm_weight"]
+        assert got["value"] == weight
+        assert ("--ali none" in got["why"]) == flat_start
+        if weight != "0":
+            assert "0.5 each" in got["why"] and "kaldi_hindi_sat" in got["why"]
 
 
 @pytest.mark.parametrize("hours,model", [
@@ -227,6 +247,16 @@ def test_recipe_prints_its_choices_and_a_given_option_wins(kaldi_digits, repo_di
     assert "===== stage 1: features (fbank, " in p.stdout
     feats = (s5 / "data/train/feats.scp").read_text().split("\n")[0].split()[1]
     assert feats.startswith("fbank/") and not (s5 / "data/train_sp").exists()
+    # the rule's GMM weight cannot apply to fbank features (the GMM reads MFCCs): dropped, said
+    assert "--gmm-weight 0 (the rule's 0.5 dropped: its GMM reads MFCCs, the network fbank)" \
+        in p.stdout
+    # given, it is an error before anything runs; so is a weight outside 0..1
+    for w, err in (("0.5", "--gmm-weight 0.5: its GMM reads MFCCs, the network fbank; give "
+                           "--gmm-weight 0"),
+                   ("2", "--gmm-weight 2: a number from 0 to 1, or auto")):
+        p = run("--stop-stage", "1", "--feat-type", "fbank", "--speed-perturb", "false",
+                "--gmm-weight", w)
+        assert p.returncode != 0 and err in p.stderr, p.stderr[-2000:]
     # the inputs of that run are recorded as given: the defaults again are other inputs
     p = run("--stop-stage", "1")
     assert p.returncode != 0 and "feat_type=auto" in p.stderr and "--restart true" in p.stderr
@@ -251,7 +281,8 @@ def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name,
                            "batching_config": "conf/batching/frame_shuffle.conf",
                            "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule_all_data.conf",
-                           "chain_model_config": "conf/model/tdnnf_small.conf"}
+                           "chain_model_config": "conf/model/tdnnf_small.conf",
+                           "gmm_weight": "0.5"}
     why = doc["chosen"]["schedule_config"]["why"]
     assert f"{cv_words} words" in why and "too small to judge an epoch" in why
     assert any("--schedule-config conf/schedule_all_data.conf  (the cv set" in ln
@@ -264,13 +295,15 @@ def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name,
                       "batching_config": "conf/batching.conf",
                       "flat_model_config": "conf/model/blstm_small.conf",
                       "schedule_config": "conf/schedule.conf",
-                      "chain_model_config": "conf/model/tdnnf_small.conf"}),
+                      "chain_model_config": "conf/model/tdnnf_small.conf",
+                      "gmm_weight": "0.5"}),
     ("kaldi_polish", {"feat_type": "fbank", "speed_perturb": "true",
                       "model_config": "conf/model/blstm_medium.conf",
                       "batching_config": "conf/batching.conf",
                       "flat_model_config": "conf/model/blstm_medium.conf",
                       "schedule_config": "conf/schedule.conf",
-                      "chain_model_config": "conf/model/tdnnf_small.conf"})])
+                      "chain_model_config": "conf/model/tdnnf_small.conf",
+                      "gmm_weight": "0"})])
 def test_cv_rule_leaves_digits_and_polish_as_before(shared_dir, monkeypatch, name, expected):
     """The choices measured before the cv rule (docs/accuracy.md): newbob on their cv sets."""
     monkeypatch.chdir(shared_dir / "data" / name)
@@ -377,3 +410,4 @@ def test_recipe_without_a_gmm_keeps_the_blstm_on_a_tiny_dir(shared_dir, repo_dir
     assert chosen(doc)["model_config"] == "conf/model/blstm_small.conf"
     assert chosen(doc)["batching_config"] == "conf/batching.conf"
     assert "the flat start's alignment (--ali none)" in p.stdout
+    assert chosen(doc)["gmm_weight"] == "0" and "--gmm-weight 0  (no GMM" in p.stdout

@@ -316,11 +316,13 @@ in_kaldi_dir() { case "$1" in /*) echo "$1" ;; *) echo "$kaldi_dir/$1" ;; esac; 
 # the rule's flat_model_config and $seq_batching_config.
 resolve_data_defaults() {
   local auto=false x model_auto=false
+  gmm_weight_given=true  # (false where the rule chooses it)
   case "$model_config" in auto|'') model_auto=true ;; esac
   seq_batching_config=$batching_config
   case "$batching_config" in auto|'') seq_batching_config=conf/batching.conf ;; esac
   # (a recipe without --chain-model-config leaves it unset: not chosen)
-  for x in "$feat_type" "$speed_perturb" "$model_config" "$schedule_config" "${chain_model_config-set}"; do
+  for x in "$feat_type" "$speed_perturb" "$model_config" "$schedule_config" "${chain_model_config-set}" \
+      "${gmm_weight-set}"; do
     case "$x" in auto|'') auto=true ;; esac
   done
   if [ $auto == false ]; then
@@ -328,18 +330,18 @@ resolve_data_defaults() {
     return 0
   fi
   if [ ! -s data/train/utt2spk ]; then
-    echo "$0: --feat-type, --speed-perturb, --model-config, --schedule-config and" \
-      "--chain-model-config auto are chosen from data/train, which stage 0 makes: run it first" \
-      "(--stage 0)" >&2
+    echo "$0: --feat-type, --speed-perturb, --model-config, --schedule-config," \
+      "--chain-model-config and --gmm-weight auto are chosen from data/train, which stage 0" \
+      "makes: run it first (--stage 0)" >&2
     exit 1
   fi
   choose_defaults.py --use-kaldi-feats=$use_kaldi_feats --flat-start=$([ $gmm == true ] && echo false || echo true) \
     data/train data/defaults.json
-  local chosen x1 x2 x3 x4 x5 x6 x7
+  local chosen x1 x2 x3 x4 x5 x6 x7 x8
   chosen=$(json_get.py data/defaults.json chosen.feat_type.value chosen.speed_perturb.value \
     chosen.model_config.value chosen.schedule_config.value chosen.chain_model_config.value \
-    chosen.batching_config.value chosen.flat_model_config.value 2>/dev/null)
-  read -r -d '' x1 x2 x3 x4 x5 x6 x7 <<< "$chosen" || true
+    chosen.batching_config.value chosen.flat_model_config.value chosen.gmm_weight.value 2>/dev/null)
+  read -r -d '' x1 x2 x3 x4 x5 x6 x7 x8 <<< "$chosen" || true
   [ "$feat_type" == auto ] && feat_type=$x1
   [ "$speed_perturb" == auto ] && speed_perturb=$x2
   [ $model_auto == true ] && model_config=$x3
@@ -349,7 +351,52 @@ resolve_data_defaults() {
   case "$schedule_config" in auto|'') schedule_config=$x4 ;; esac
   case "${chain_model_config-set}" in auto|'') chain_model_config=$x5 ;; esac
   if [ $model_auto == true ] && [ -z "${flat_model_config-set}" ]; then flat_model_config=$x7; fi
+  case "${gmm_weight-set}" in auto|'') gmm_weight=$x8; gmm_weight_given=false ;; esac
   return 0
+}
+
+# --gmm-weight (auto: the data-size rule's): above 0, every decoding of the network and of the
+# models trained from it on its tree (realignment rounds, sequence training) adds the
+# log-likelihoods of the GMM of --ali (steps/nnet/decode.sh --gmm-dir, in $decode_opts), on its
+# own features: the fMLLR data's as they are, else its dir's pipeline on the MFCCs here. Those
+# must be the GMM's own features: once stage 1 has made them (`resolve_gmm_fusion recheck` at
+# its end), compare_feats.py compares data/test's (with --fmllr data/test_gmm's, the raw MFCCs)
+# with the Kaldi dir's own feats.scp of --test, what the GMM was trained and decoded on, into
+# data/gmm_features.json. Where it cannot (no GMM, fbank, another sample rate or conf than the
+# GMM's, no Kaldi features to compare with) the rule's choice is dropped with a note; a given
+# one is an error.
+resolve_gmm_fusion() {
+  local why= check=data/gmm_features.json ours=data/test/feats.scp theirs=$kaldi_dir/$test/feats.scp
+  user_decode_opts=${user_decode_opts-$decode_opts}; decode_opts=$user_decode_opts
+  if ! awk -v w="$gmm_weight" 'BEGIN { exit !(w + 0 == w && w >= 0 && w <= 1) }'; then
+    echo "$0: --gmm-weight $gmm_weight: a number from 0 to 1, or auto" >&2; exit 1
+  fi
+  awk -v w="$gmm_weight" 'BEGIN { exit !(w > 0) }' || return 0
+  [ $fmllr == true ] && ours=data/test_gmm/feats.scp
+  if [ $gmm == true ] && [ $use_kaldi_feats == false ] && [ -s $ours ] &&
+      { [ "${1:-}" == recheck ] || [ ! -f $check ]; }; then
+    if [ -s "$theirs" ]; then
+      compare_feats.py --base2="$kaldi_dir" $ours "$theirs" > $check 2> $check.log ||
+        echo "{\"same\": false, \"note\": \"its features could not be read: see $check.log\"}" > $check
+    else
+      echo "{\"same\": false, \"note\": \"$theirs does not exist\"}" > $check
+    fi
+  fi
+  [ $gmm == false ] && why="there is no GMM (--ali none)"
+  [ $gmm == true ] && [ "$(json_get.py data/kaldi_dir.json ali_model_is_gmm 2>/dev/null)" == false ] &&
+    why="$ali/final.mdl is not a GMM"
+  [ $gmm == true ] && [ $fmllr == false ] && [ $use_kaldi_feats == false ] && [ "$feat_type" != mfcc ] &&
+    why="its GMM reads MFCCs, the network $feat_type"
+  if [ -z "$why" ] && [ $use_kaldi_feats == false ] && [ -f $check ] &&
+      [ "$(json_get.py $check same 2>/dev/null)" != true ]; then
+    why="the features made here are not shown to be the ones it was trained on ($check: $(json_get.py $check note 2>/dev/null || true))"
+  fi
+  if [ -n "$why" ] && [ "$gmm_weight_given" == true ]; then
+    echo "$0: --gmm-weight $gmm_weight: $why; give --gmm-weight 0" >&2; exit 1
+  elif [ -n "$why" ]; then
+    echo "$0: --gmm-weight 0 (the rule's $gmm_weight dropped: $why)"; gmm_weight=0; return 0
+  fi
+  decode_opts="--gmm-dir $kaldi_dir/$ali --gmm-weight $gmm_weight --gmm-feats $([ $fmllr == true ] && echo asis || echo pipeline)${user_decode_opts:+ $user_decode_opts}"
 }
 
 # the features' conf, made when stage 1 runs: --feat-config as given; else data/<feat-type>.conf

@@ -181,40 +181,57 @@ class FmllrPipeline:
         return np.ascontiguousarray(x, dtype=np.float32)
 
 
+class PipelineFeatures:
+    """The pipeline's features of every utterance of ``feats_scp``, in its order, as
+    ``(utt, features)``; ``done`` and ``skipped`` count them as they go. Skipped (a warning
+    each): no speaker in utt2spk, no CMVN stats or no fMLLR transform for the speaker (as
+    Kaldi's apply-cmvn/transform-feats)."""
+
+    def __init__(self, pipeline: FmllrPipeline, feats_scp: str, cmvn_scp: str, utt2spk: str):
+        self.pipeline, self.feats_scp, self.cmvn_scp = pipeline, feats_scp, cmvn_scp
+        self.utt2spk = utt2spk
+        self.done = self.skipped = 0
+
+    def __iter__(self):
+        from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
+        from hybridasr.kaldi.io.random_access import matrices
+        from hybridasr.kaldi.io.table import read_map
+
+        u2s = read_map(self.utt2spk)
+        with matrices(self.cmvn_scp) as cmvn:
+            for utt, feats in iter_feature_scp(self.feats_scp):
+                spk = u2s.get(utt)
+                if spk is None:
+                    log.warning("%s: no speaker for utterance %s in %s: skipped",
+                                self.feats_scp, utt, self.utt2spk)
+                elif spk not in cmvn:
+                    log.warning("no CMVN stats for speaker %s in %s: utterance %s skipped", spk,
+                                self.cmvn_scp, utt)
+                elif self.pipeline.transforms is not None and spk not in self.pipeline.transforms:
+                    log.warning("no fMLLR transform for speaker %s: utterance %s skipped "
+                                "(producing no output for it, as transform-feats)", spk, utt)
+                else:
+                    self.done += 1
+                    yield utt, self.pipeline(feats, cmvn[spk], spk)
+                    continue
+                self.skipped += 1
+
+
 def make_fmllr_table(pipeline: FmllrPipeline, feats_scp: str, cmvn_scp: str, utt2spk: str,
                      wspecifier: str) -> Tuple[int, int]:
-    """Writes the pipeline's features of every utterance of ``feats_scp`` to ``wspecifier``;
-    returns (written, skipped). Skipped (a warning each): no speaker in utt2spk, no CMVN stats
-    or no fMLLR transform for the speaker (as Kaldi's apply-cmvn/transform-feats)."""
-    from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
-    from hybridasr.kaldi.io.random_access import matrices
-    from hybridasr.kaldi.io.table import read_map
+    """Writes the pipeline's features of every utterance of ``feats_scp`` to ``wspecifier``
+    (``PipelineFeatures``); returns (written, skipped). None written is an error."""
     from hybridasr.kaldi.io.table_writer import MatrixWriter
 
-    u2s = read_map(utt2spk)
-    done = skipped = 0
-    with matrices(cmvn_scp) as cmvn, MatrixWriter(wspecifier) as writer:
-        for utt, feats in iter_feature_scp(feats_scp):
-            spk = u2s.get(utt)
-            if spk is None:
-                log.warning("%s: no speaker for utterance %s in %s: skipped", feats_scp, utt,
-                            utt2spk)
-            elif spk not in cmvn:
-                log.warning("no CMVN stats for speaker %s in %s: utterance %s skipped", spk,
-                            cmvn_scp, utt)
-            elif pipeline.transforms is not None and spk not in pipeline.transforms:
-                log.warning("no fMLLR transform for speaker %s: utterance %s skipped "
-                            "(producing no output for it, as transform-feats)", spk, utt)
-            else:
-                writer.write(utt, pipeline(feats, cmvn[spk], spk))
-                done += 1
-                continue
-            skipped += 1
-        if done == 0:
+    feats = PipelineFeatures(pipeline, feats_scp, cmvn_scp, utt2spk)
+    with MatrixWriter(wspecifier) as writer:
+        for utt, x in feats:
+            writer.write(utt, x)
+        if feats.done == 0:
             raise HybridAsrError(f"no fMLLR features written for {feats_scp}: "
-                                 f"{skipped} utterance(s) skipped (see the warnings)")
-    log.info("wrote fMLLR features of %d utterances, skipped %d", done, skipped)
-    return done, skipped
+                                 f"{feats.skipped} utterance(s) skipped (see the warnings)")
+    log.info("wrote fMLLR features of %d utterances, skipped %d", feats.done, feats.skipped)
+    return feats.done, feats.skipped
 
 
 def describe(pipeline: FmllrPipeline) -> str:

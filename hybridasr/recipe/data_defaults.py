@@ -1,10 +1,11 @@
 """The recipe's defaults chosen from the training data's size.
 
-``./run.sh`` leaves seven choices to this rule unless they are given: ``--feat-type``,
+``./run.sh`` leaves eight choices to this rule unless they are given: ``--feat-type``,
 ``--speed-perturb``, ``--model-config`` (network kind, size and dropout) with its
 ``--batching-config``, ``--flat-model-config`` (the flat start's networks, ``--ali none``),
-``--schedule-config`` (learning rate and epochs) and ``--chain-model-config`` (the TDNN-F of
-``--chain true``, also ``local/chain/run_tdnn.sh --model-config auto``). The rule reads ``data/train`` after stage 0
+``--schedule-config`` (learning rate and epochs), ``--chain-model-config`` (the TDNN-F of
+``--chain true``, also ``local/chain/run_tdnn.sh --model-config auto``) and ``--gmm-weight``
+(decoding with the alignment GMM's log-likelihoods added, ``steps/nnet/decode.sh --gmm-dir``). The rule reads ``data/train`` after stage 0
 (hours of audio, utterances, speakers, and the cv set stage 2 will hold out: the split of
 ``utils/subset_data_dir_tr_cv.sh --train-all-if-words-lost``, planned here without writing
 it, with its utterances, words, frames and held-out speakers) and picks, with the reason for
@@ -52,6 +53,14 @@ schedule_config           newbob on the cv loss where a cv set    kaldi_tiny_2sp
                           ``.conf``)                              over 3 seeds; kaldi_digits
                                                                   (cv 10 utts, 10 words) and
                                                                   polish (54, 734) keep newbob
+gmm_weight                ``GMM_WEIGHT`` (the GMM of ``--ali``    test errors over 3 seeds,
+                          and the network, 0.5 each) below        both / network / GMM:
+                          ``GMM_FUSION_MAX_HOURS`` on a GMM's     kaldi_hindi_sat (SAT GMM)
+                          alignment, else 0 (the network alone)   20 / 36 / 33 of 180;
+                                                                  kaldi_tiny_2spk 7 / 9 / 6 of
+                                                                  180; kaldi_tiny_1spk 14 / 16
+                                                                  / 21 of 90 (docs/
+                                                                  gmm_fusion.md)
 ========================  ======================================  ==========================
 
 The figures are in ``docs/accuracy.md`` (``python -m experiments.accuracy``). Each choice is
@@ -102,10 +111,18 @@ MIN_CV_WORDS = 10
 MIN_CV_UTTERANCES = 5
 SCHEDULE_WITH_CV = "conf/schedule.conf"          # newbob on the cv loss
 SCHEDULE_ALL_DATA = "conf/schedule_all_data.conf"  # a fixed schedule, every utterance trained
+# decoding adds the log-likelihoods of the GMM whose alignment the network learnt (the same
+# tree: steps/nnet/decode.sh --gmm-dir), each at 0.5 as Kaldi's steps/decode_combine.sh, below
+# this much audio: on the small real dirs the two err apart (kaldi_hindi_sat's SAT GMM 11/60,
+# its network 11-13/60, the sum 6-7/60: docs/gmm_fusion.md); from polish's size (0.88 h, its
+# GMM 63% against the network's 49%) not measured, so the network alone
+GMM_FUSION_MAX_HOURS = 0.5
+GMM_WEIGHT = "0.5"
 CHOICES = ("feat_type", "speed_perturb", "model_config", "batching_config",
-           "flat_model_config", "schedule_config", "chain_model_config")
+           "flat_model_config", "schedule_config", "chain_model_config", "gmm_weight")
 # the rule's version, written to defaults.json: one chosen by an earlier rule is chosen again
-RULE_VERSION = 4  # 2: the cv set's size (MIN_CV_WORDS); 3: chain_model_config; 4: the MLP
+RULE_VERSION = 5  # 2: the cv set's size (MIN_CV_WORDS); 3: chain_model_config; 4: the MLP;
+                  # 5: gmm_weight
 
 
 @dataclass
@@ -217,6 +234,19 @@ def choose(size: DataSize, kaldi_feats: bool = False,
     bound, conf = next((b, c) for b, c in CHAIN_MODEL_TIERS if size.hours < b)
     out["chain_model_config"] = {"value": conf, "why": f"{h}, below {bound:g} h (the chain "
                                                        f"model of local/chain/run_tdnn.sh)"}
+    if flat_start:
+        out["gmm_weight"] = {"value": "0", "why": "no GMM of the network's tree (--ali none): "
+                                                  "the network's log-likelihoods alone"}
+    elif size.hours < GMM_FUSION_MAX_HOURS:
+        out["gmm_weight"] = {"value": GMM_WEIGHT, "why": f"{h}, below "
+                             f"{GMM_FUSION_MAX_HOURS:g} h: decoding adds the log-likelihoods of "
+                             f"the GMM of --ali, {GMM_WEIGHT} each (kaldi_hindi_sat: 20/180 "
+                             f"test errors over 3 seeds against the network's 36/180 and the "
+                             f"GMM's 33/180; kaldi_tiny_2spk 7/180 against 9/180)"}
+    else:
+        out["gmm_weight"] = {"value": "0", "why": f"{h}, at least {GMM_FUSION_MAX_HOURS:g} h: "
+                             f"the network's log-likelihoods alone (the GMM's added: not "
+                             f"measured at this size)"}
     return out
 
 

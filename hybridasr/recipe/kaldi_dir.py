@@ -31,6 +31,18 @@ def _num_pdfs_of_model(path: str) -> int:
     return int(read_transition_model(path).num_pdfs)
 
 
+def _is_gmm_model(path: str) -> bool:
+    """Whether a model file is a Kaldi GMM (a transition model, then an AmDiagGmm) that
+    ``gmm_compute_likes.py`` reads; an nnet's ``final.mdl`` is not."""
+    from hybridasr.kaldi.gmm_model import read_gmm_model
+
+    try:
+        read_gmm_model(path)
+    except HybridAsrError:
+        return False
+    return True
+
+
 def _check_ali_phones(ali_dir: str, lang_dir: str, problems: List[str]) -> None:
     """The alignment model's phones are the lang dir's (``steps/import_ali.sh --lang``'s
     check, made here so that stage 0 finds it)."""
@@ -116,6 +128,7 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
         except HybridAsrError as e:
             problems.append(str(e))
         else:
+            facts["ali_model_is_gmm"] = _is_gmm_model(mdl)
             if dict_dir is None:
                 _check_ali_phones(ali_dir, os.path.join(kaldi_dir, lang), problems)
             elif dict_complete:

@@ -8,6 +8,10 @@
 # where it is built; without a C++ compiler (one warning says so) or with --lattices false,
 # decode_faster_mapped.py (Kaldi's FasterDecoder) writes the 1-best hyp.JOB.tra and scoring
 # decodes again once per LM weight. Then steps/score.sh writes wer_LMWT (see its --lattices).
+# With --gmm-dir, a Kaldi GMM of the network's tree scores the same frames too
+# (gmm_compute_likes.py) and the decoder reads (1 - gmm_weight) x the network's plus gmm_weight
+# x the GMM's log-likelihoods (matrix_sum.py): Kaldi's DecodableSumScaled, the frame-level form
+# of steps/decode_combine.sh (0.5 each).
 
 # Begin configuration section.
 nnet=               # non-default network (default: <srcdir>/final.nnet)
@@ -42,6 +46,12 @@ output_rate=        # input|model: forward.py's --output-rate (empty: its defaul
                     # the frames to search, and fewer equal paths to determinize)
 chunking=           # size:step, as train.py's: forward windows of size frames every step
                     # frames, keeping the middle step outputs of each (empty: whole utterances)
+gmm_dir=            # a Kaldi GMM dir (final.mdl, tree) of the network's tree whose
+                    # log-likelihoods are added (empty: the network's alone)
+gmm_weight=0.5      # their weight; the network's is 1 - it (0: the network's alone)
+gmm_feats=pipeline  # the GMM's features: pipeline: <gmm-dir>'s own (its cmvn_opts, then
+                    # splice_opts + final.mat, else deltas) on the data dir's features | asis:
+                    # the data dir's features are the GMM's (its fMLLR features)
 skip_scoring=false
 ref_normalize=false # steps/score.sh: reference words outside words.txt read as alignment reads them
 scoring_opts=       # options for steps/score.sh, e.g. "--min-lmwt 4 --max-lmwt 15"
@@ -81,6 +91,9 @@ Options:
   --skip-scoring true|false    # (default: $skip_scoring)
   --scoring-opts <opts>        # options for steps/score.sh
   --ref-normalize true|false   # steps/score.sh's (default: $ref_normalize: Kaldi's scoring)
+  --gmm-dir <dir>              # add the log-likelihoods of this Kaldi GMM (the network's tree)
+  --gmm-weight <float>         # their weight, the network's 1 - it (default: $gmm_weight)
+  --gmm-feats pipeline|asis    # the GMM's features: its dir's pipeline, or the data's as they are
 USAGE
   exit 1
 fi
@@ -115,6 +128,30 @@ fi
 if [ "$class_frame_counts" == none ]; then  # CTC: no priors; the graph dir's identity model
   counts_file=
   [ ! -f "$model" ] && [ -f "$graphdir/final.mdl" ] && model=$graphdir/final.mdl
+fi
+
+# the GMM's log-likelihoods beside the network's (--gmm-dir; a weight of 0: none)
+fuse=false
+if [ -n "$gmm_dir" ] && awk -v w="$gmm_weight" 'BEGIN { exit !(w != 0) }'; then
+  if ! net_weight=$(awk -v w="$gmm_weight" 'BEGIN { if (w + 0 != w || w < 0 || w > 1) exit 1; printf "%.10g", 1 - w }'); then
+    echo "$0: --gmm-weight $gmm_weight: give a number from 0 to 1" >&2; exit 1
+  fi
+  case $gmm_feats in
+    pipeline) gmm_likes_opts=(--feature-pipeline="$gmm_dir") ;;
+    asis) gmm_likes_opts=(--delta-order=0 --norm-means=false) ;;
+    *) echo "$0: bad --gmm-feats $gmm_feats (pipeline|asis)" >&2; exit 1 ;;
+  esac
+  if $chain || [ -z "$counts_file" ]; then
+    echo "$0: --gmm-dir: a network of pdf priors only (not a chain or CTC model)" >&2; exit 1
+  fi
+  for f in "$gmm_dir/final.mdl" "$gmm_dir/tree"; do
+    [ ! -f "$f" ] && echo "$0: --gmm-dir: missing file $f" >&2 && exit 1
+  done
+  if [ -f "$srcdir/tree" ] && ! cmp -s "$srcdir/tree" "$gmm_dir/tree"; then
+    echo "$0: --gmm-dir $gmm_dir: its tree is not the network's ($srcdir/tree): their pdfs differ" >&2
+    exit 1
+  fi
+  fuse=true
 fi
 
 if [ -d "$graphdir" ] && [ ! -f "$graphdir/words.txt" ]; then
@@ -184,20 +221,35 @@ run_jobs() {
 }
 
 if [ $stage -le 0 ]; then
-  echo "$0: decoding $data with $nnet ($decoder decoder$($embedded_lattices && echo ", lattices"), $nj jobs)"
+  echo "$0: decoding $data with $nnet$($fuse && echo " + $gmm_dir/final.mdl (weights $net_weight, $gmm_weight)") ($decoder decoder$($embedded_lattices && echo ", lattices"), $nj jobs)"
+  # the network's log-likelihoods, or their sum with the GMM's (a pipe after forward.py)
+  fused=()
+  rm -f "$dir"/gmm_loglikes.*
+  if $fuse; then
+    run_jobs "the GMM's log-likelihoods" "$dir/log/gmm_likes.JOB.log" \
+      gmm_compute_likes.py "${gmm_likes_opts[@]}" "$gmm_dir/final.mdl" "$sdata/JOB" \
+        "ark,scp:$dir/gmm_loglikes.JOB.ark,$dir/gmm_loglikes.JOB.scp"
+    fused=(\| matrix_sum.py --scale1=$net_weight --scale2=$gmm_weight ark:- "scp:$dir/gmm_loglikes.JOB.scp")
+  fi
   if [ $decoder = kaldi ]; then
     rm -f "$dir"/hyp.*.tra "$dir"/loglikes.*.scp
     # pipefail: a failing forward.py fails the job (latgen-faster-mapped would end quietly)
     run_jobs "decoding" "$dir/log/decode.JOB.log" \
       set -o pipefail \; \
-      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- \| \
+      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- "${fused[@]}" ${fused:+ark:-} \| \
       latgen-faster-mapped "${latgen_opts[@]}" "$model" "$graphdir/HCLG.fst" ark:- \
         "ark:|gzip -c > $dir/lat.JOB.gz"
   else
     rm -f "$dir"/lat.*.gz "$dir"/hyp.*.tra
-    run_jobs "forward" "$dir/log/forward.JOB.log" \
-      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" \
-        "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
+    if $fuse; then  # (pipefail: a failing forward.py fails the job)
+      run_jobs "forward" "$dir/log/forward.JOB.log" set -o pipefail \; \
+        forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- "${fused[@]}" \
+          "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
+    else
+      run_jobs "forward" "$dir/log/forward.JOB.log" \
+        forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" \
+          "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
+    fi
     if $embedded_lattices; then
       run_jobs "decoding" "$dir/log/decode.JOB.log" \
         latgen_faster_mapped.py "${latgen_opts[@]}" "$model" "$graphdir/HCLG.fst" \
@@ -209,6 +261,7 @@ if [ $stage -le 0 ]; then
           "$graphdir/HCLG.fst" "scp:$dir/loglikes.JOB.scp" "ark,t:$dir/hyp.JOB.tra"
     fi
   fi
+  rm -f "$dir"/gmm_loglikes.*
 fi
 
 if [ "$skip_scoring" != true ]; then

@@ -23,8 +23,7 @@ feat_type=auto       # mfcc|fbank|auto (auto: from data/train's size, data/defau
 feat_config=         # default: data/<feat-type>.conf at the audio's sample rate (from the Kaldi
                      # dir's conf/<feat-type>.conf, else conf/<feat-type>.conf)
 nj=2                 # parallel jobs (features, alignment, decoding: at most one per speaker)
-model_config=auto    # auto: by data/train's hours, conf/model/blstm_{small,medium,}.conf (below
-                     # 0.5 h with no cv set to judge an epoch: conf/model/mlp_small.conf)
+model_config=auto    # auto: by data/train's hours, conf/model/*.conf (the rule: data/defaults.json)
 batching_config=auto # auto: with --model-config auto, the rule's (frame shuffling for its MLP), else
                      # conf/batching.conf (whole utterances, as the flat start and CTC always get)
 num_models=1         # networks of other seeds averaged in final.nnet (steps/nnet/train.sh --num-models)
@@ -36,6 +35,7 @@ parallel=            # with --nproc > 1: ddp (default) | average
 train_opts=          # more options for pybin/train.py, e.g. "--amp=bf16 --max-iters=10"
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint host:29400"
 decode_opts=         # more options for steps/nnet/decode.sh
+gmm_weight=auto      # >0: decoding adds the --ali GMM's log-likelihoods at this weight (auto: 0.5 below 0.5 h)
 ref_normalize=false  # true: score against the reference words as alignment reads them (the GMM's too)
 exp_name=blstm       # the network's dir: exp/<name>
 decode_sets=test     # data/<set>s each model decodes into <exp>/decode_<set>, e.g. "test train_cv10"
@@ -132,7 +132,7 @@ if run_stage 0; then
   fi
   stage_finish data/stage0.json
 fi
-resolve_data_defaults  # --feat-type, --speed-perturb, --model-config, --batching-config, --schedule-config, ...
+resolve_data_defaults; resolve_gmm_fusion  # --feat-type, --speed-perturb, --model-config, ..., --gmm-weight
 if run_stage 1; then
   resolve_feat_config  # (from the audio of data/train and data/test)
   banner 1 "features ($([ $use_kaldi_feats == true ] && echo "the Kaldi dir's" || echo "$feat_type, $feat_config")) and CMVN stats"
@@ -150,6 +150,7 @@ if run_stage 1; then
   fi
   make_feats $feat_type "$feat_config" data/train data/test
   for x in train test; do [ -s data/$x/utt2num_frames ] || utils/data/get_utt2num_frames.sh data/$x; done
+  resolve_gmm_fusion recheck  # (the GMM of --ali may score these features: its own?)
   missing=$(feats_missing data/train data/test)  # (audio that could not be read: counted, skipped)
   if [ -n "$missing" ] && [ $use_kaldi_feats == false ]; then
     echo "$0: warning: features of only:$missing stage 1 stays unfinished, so the next run" \
@@ -222,8 +223,7 @@ if run_stage 3; then
       ${torchrun_opts:+--torchrun-opts "$torchrun_opts"} ${opts:+--train-opts "$opts"} \
       $tr data/train_cv10 "$lang_dir" $tr_ali exp/ali_train $dir
   fi
-  # the data-size choices and their reasons, beside the values training saved (train.conf)
-  [ -f data/defaults.json ] && cp data/defaults.json $dir/data_defaults.json
+  [ -f data/defaults.json ] && cp data/defaults.json $dir/data_defaults.json  # (beside train.conf)
   stage_finish $dir/stage3.json
   if [ $ctc == true ]; then
     $localdir/run_ctc.sh --stop-stage 0 --device $device --units-config $ctc_units_config \
@@ -278,7 +278,7 @@ if run_stage 5; then  # (no record: it sums up what is there, every time)
     $localdir/score_gmm_decode.sh "$kaldi_dir/$gmm_decode" "$kaldi_dir/$graph" data/$x exp/gmm_decode_$x
     ls "$kaldi_dir/$gmm_decode"/lat.*.gz >/dev/null 2>&1 && gmm_decode_dir=exp/gmm_decode_$x
   fi
-  model_name="network on the alignments of $kaldi_dir/$ali"
+  model_name="network on the alignments of $kaldi_dir/$ali$(awk -v w=$gmm_weight 'BEGIN { if (w > 0) print ", decoded with the log-likelihoods of that GMM added (weight " w ")" }')"
   if [ $gmm == false ]; then
     gmm_decode_dir=
     flat_final=exp/flat/mono  # (the GMM flat start's: not decoded)

@@ -1,0 +1,186 @@
+"""Decoding with the alignment GMM's log-likelihoods added (``run.sh --gmm-weight``), over
+seeds, on the small real Kaldi dirs: is the sum better than the network alone, and than the
+GMM alone?
+
+Per case (``experiments.any_dir``'s) and seed S, in ``<work-dir>/<case>_sS``, a fresh copy of
+the recipe runs with the defaults::
+
+    run.sh --kaldi-dir <case's dir> <case's options> --decode-sets "test train_cv10" \\
+           --train-opts --seed=S
+
+(its decode dirs are the defaults' own: the GMM added below 0.5 h), then the same network is
+decoded alone (``steps/nnet/decode.sh`` without ``--gmm-dir``: ``exp/blstm/decodenet_<set>``)
+and the GMM alone (``--gmm-weight 1``: ``exp/blstm/decodegmm_<set>``, the GMM's own decoding
+through the same decoder and scoring). Every run is kept; a rerun skips what is done. Writes
+``--out``: per case the test and cv errors of each system per seed, the totals, and paired
+bootstrap intervals over (seed, utterance) pairs of test + cv.
+
+e.g.: python -m experiments.gmm_fusion_seeds --cases hindi_sat,tiny_2spk,tiny_1spk \\
+          --seeds 777,1,2 --out docs/gmm_fusion.md
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+from experiments.any_dir import CASES, REPO, SHARED, make_recipe_copy
+from experiments.realign_seeds import paired_bootstrap, utterance_errors
+from hybridasr.recipe.summary import best_wer
+from hybridasr.utils.atomic import atomic_open
+
+SETS = ("test", "train_cv10")
+SYSTEMS = (("net", "decodenet", "the network alone"),
+           ("gmm", "decodegmm", "the GMM alone (weight 1)"),
+           ("sum", "decode", "the defaults: both, 0.5 each"))
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m experiments.gmm_fusion_seeds",
+                                description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", default="hindi_sat,tiny_2spk,tiny_1spk",
+                   help="experiments.any_dir cases with a GMM (default: %(default)s)")
+    p.add_argument("--seeds", default="777,1,2", help="training seeds (default: %(default)s)")
+    p.add_argument("--work-dir", default="/tmp/gmm_fusion_seeds", help="runs are kept here")
+    p.add_argument("--jobs", type=int, default=2, help="runs at a time (default: %(default)s)")
+    p.add_argument("--out", default="", help="the markdown report (default: stdout only)")
+    return p
+
+
+def _sh(cmd: List[str], cwd: Path, log: Path) -> None:
+    env = dict(os.environ, HYBRIDASR_ROOT=str(REPO))
+    with open(log, "a") as f:
+        f.write(f"# {' '.join(cmd)}\n")
+        f.flush()
+        rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+    if rc:
+        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}: see {log}")
+
+
+def run_one(work: Path, case: str, seed: int) -> Path:
+    """The recipe's defaults for one seed, then the network and the GMM decoded alone."""
+    c = CASES[case]
+    s5 = work / f"{case}_s{seed}"
+    kaldi = work / f"{case}_kaldi"
+    if not kaldi.exists():
+        c["build"](SHARED / c["src"], kaldi)
+    if not (s5 / "run.sh").exists():
+        make_recipe_copy(s5)
+    log = s5 / "experiment.log"
+    summary = s5 / "exp/blstm/summary.json"
+    if not summary.exists():
+        _sh(["./run.sh", "--kaldi-dir", str(kaldi), *c["args"], "--decode-sets", " ".join(SETS),
+             "--train-opts", f"--seed={seed}"], s5, log)
+    graph = str(kaldi / c["args"][c["args"].index("--graph") + 1])
+    defaults = json.loads((s5 / "data/defaults.json").read_text())
+    if defaults["chosen"]["gmm_weight"]["value"] == "0":
+        raise SystemExit(f"{case}: the defaults add no GMM (data/defaults.json)")
+    opts = re.search(r'"decode_opts": "([^"]*)"', (s5 / "exp/blstm/stage4.json").read_text())
+    words = opts.group(1).split("--gmm-dir ")[1].split()
+    gmm_dir, feats = words[0], words[words.index("--gmm-feats") + 1]
+    for name, prefix, _ in SYSTEMS[:2]:
+        for x in SETS:
+            d = s5 / f"exp/blstm/{prefix}_{x}"
+            if best_wer(str(d)) is not None:
+                continue
+            extra = [] if name == "net" else ["--gmm-dir", gmm_dir, "--gmm-weight", "1",
+                                              "--gmm-feats", feats]
+            _sh(["steps/nnet/decode.sh", "--nj", "2", *extra, graph, f"data/{x}",
+                 f"exp/blstm/{prefix}_{x}"], s5, log)
+    return s5
+
+
+def figures(s5: Path, words_txt: str) -> Dict[str, Dict[str, dict]]:
+    """{system: {set: {utt: (errors, words)}}}."""
+    return {name: {x: utterance_errors(str(s5 / f"exp/blstm/{prefix}_{x}"), words_txt)
+                   for x in SETS} for name, prefix, _ in SYSTEMS}
+
+
+def _tot(per: Dict[str, tuple]) -> tuple:
+    return sum(e for e, _ in per.values()), sum(n for _, n in per.values())
+
+
+def report(cases: List[str], seeds: List[int], work: Path, seconds: float) -> str:
+    out = ["# The network, its alignment GMM, and both (`run.sh --gmm-weight`)", "",
+           f"Generated by `python -m experiments.gmm_fusion_seeds --cases {','.join(cases)} "
+           f"--seeds {','.join(map(str, seeds))}` (this invocation {seconds / 60:.0f} minutes on a "
+           f"2-core machine; runs already in its --work-dir are read back, each new one takes "
+           f"about a minute). Per seed, the recipe with its defaults (below 0.5 h: the network's and "
+           f"the GMM's log-likelihoods, 0.5 each), then the same network decoded alone and "
+           f"the GMM alone (`--gmm-weight 1`), on test and on the cv split "
+           f"(`data/train_cv10`; the GMM was trained on it, the network not unless the "
+           f"all-data schedule trains on every utterance). Errors / words at each decode "
+           f"dir's best LM weight and penalty (`steps/score.sh`); intervals: 95% paired "
+           f"bootstrap of test + cv over (seed, utterance) pairs, 5000 resamples.", ""]
+    for case in cases:
+        c = CASES[case]
+        kaldi = work / f"{case}_kaldi"
+        words_txt = str(kaldi / c["args"][c["args"].index("--graph") + 1] / "words.txt")
+        figs = {s: figures(work / f"{case}_s{s}", words_txt) for s in seeds}
+        out += [f"## {case}", "", c["shape"] + ".", "",
+                "| system | " + " | ".join(f"seed {s}: test, cv" for s in seeds) +
+                " | test | cv | test + cv |",
+                "|---" * (len(seeds) + 4) + "|"]
+        for name, _, label in SYSTEMS:
+            row, tt, tc = [], [0, 0], [0, 0]
+            for s in seeds:
+                t, v = _tot(figs[s][name]["test"]), _tot(figs[s][name]["train_cv10"])
+                row.append(f"{t[0]}/{t[1]}, {v[0]}/{v[1]}")
+                tt = [tt[0] + t[0], tt[1] + t[1]]
+                tc = [tc[0] + v[0], tc[1] + v[1]]
+            both = (tt[0] + tc[0], tt[1] + tc[1])
+            out.append(f"| {label} | " + " | ".join(row) +
+                       f" | {100 * tt[0] / tt[1]:.2f} ({tt[0]}/{tt[1]}) | "
+                       f"{100 * tc[0] / max(tc[1], 1):.2f} ({tc[0]}/{tc[1]}) | "
+                       f"{100 * both[0] / both[1]:.2f} ({both[0]}/{both[1]}) |")
+        out.append("")
+        for other in ("net", "gmm"):
+            diffs = [(figs[s][other][x][u][0], figs[s]["sum"][x][u][0],
+                      figs[s]["sum"][x][u][1])
+                     for s in seeds for x in SETS for u in sorted(figs[s]["sum"][x])]
+            lo, hi = paired_bootstrap(diffs, 5000)
+            d = sum(b - a for a, b, _ in diffs)
+            n = sum(w for _, _, w in diffs)
+            label = dict((k, v) for k, _, v in SYSTEMS)[other]
+            out.append(f"- both minus {label}: {d:+d} errors of {n} words "
+                       f"({100 * d / n:+.2f} points), 95% interval [{lo:+.2f}, {hi:+.2f}].")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    args = get_parser().parse_args(argv)
+    cases = [c for c in args.cases.split(",") if c]
+    for c in cases:
+        if c not in CASES:
+            raise SystemExit(f"--cases: no case {c!r} (experiments.any_dir: "
+                             f"{', '.join(CASES)})")
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    work = Path(args.work_dir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    for c in cases:  # (the Kaldi dir copies first: runs of one case share theirs)
+        kaldi = work / f"{c}_kaldi"
+        if not kaldi.exists():
+            CASES[c]["build"](SHARED / CASES[c]["src"], kaldi)
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for f in [pool.submit(run_one, work, c, s) for c in cases for s in seeds]:
+            print(f.result(), flush=True)
+    text = report(cases, seeds, work, time.time() - start)
+    print(text)
+    if args.out:
+        with atomic_open(args.out, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
