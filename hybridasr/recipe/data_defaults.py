@@ -115,7 +115,8 @@ SCHEDULE_ALL_DATA = "conf/schedule_all_data.conf"  # a fixed schedule, every utt
 # tree: steps/nnet/decode.sh --gmm-dir), each at 0.5 as Kaldi's steps/decode_combine.sh, below
 # this much audio: on the small real dirs the two err apart (kaldi_hindi_sat's SAT GMM 11/60,
 # its network 11-13/60, the sum 6-7/60: docs/gmm_fusion.md); from polish's size (0.88 h, its
-# GMM 63% against the network's 49%) not measured, so the network alone
+# GMM 63% against the network's 49%) not measured, so the network alone (from FBANK_MIN_HOURS,
+# too, the network reads fbank, which a GMM of MFCCs cannot score)
 GMM_FUSION_MAX_HOURS = 0.5
 GMM_WEIGHT = "0.5"
 CHOICES = ("feat_type", "speed_perturb", "model_config", "batching_config",
@@ -245,7 +246,8 @@ def choose(size: DataSize, kaldi_feats: bool = False,
                              f"GMM's 33/180; kaldi_tiny_2spk 7/180 against 9/180)"}
     else:
         out["gmm_weight"] = {"value": "0", "why": f"{h}, at least {GMM_FUSION_MAX_HOURS:g} h: "
-                             f"the network's log-likelihoods alone (the GMM's added: not "
+                             f"the network's log-likelihoods alone (its features are fbank "
+                             f"from this size, which a GMM of MFCCs cannot score; the sum not "
                              f"measured at this size)"}
     return out
 
