@@ -14,7 +14,6 @@ from typing import Optional
 
 import numpy as np
 
-from hybridasr.errors import FormatError
 
 __all__ = ["compare_feature_tables", "SAME_FEATURES_MAX_REL_RMS"]
 
@@ -29,9 +28,7 @@ def compare_feature_tables(scp_a: str, scp_b: str, base_a: str = "", base_b: str
     feats.scp (``base_*``: the dirs their relative entries are relative to, as Kaldi's s5 dir).
     No utterance in common, or another feature dimension, is "same": false with the reason in
     "note" ("rel_rms" None); else "note" gives the difference in words."""
-    import os
-
-    from hybridasr.kaldi.io.matrix_reader import iter_feature_scp, read_matrix_rx
+    from hybridasr.kaldi.io.matrix_reader import iter_feature_scp, read_scp_entry
     from hybridasr.kaldi.io.open_files import OpenFiles
     from hybridasr.kaldi.io.table import iter_map_lines
 
@@ -46,12 +43,7 @@ def compare_feature_tables(scp_a: str, scp_b: str, base_a: str = "", base_b: str
             if key not in where_b:
                 continue
             lineno, rx = where_b[key]
-            if base_b and not rx.endswith("|") and not os.path.isabs(rx):
-                rx = os.path.join(base_b, rx)
-            try:
-                b = read_matrix_rx(rx, files)
-            except FormatError as e:
-                raise FormatError(f"{scp_b}:{lineno}: {key}: {e}") from None
+            b = read_scp_entry(scp_b, lineno, key, rx, files, base_b)
             if a.shape[1] != b.shape[1]:
                 why = f"utterance {key}: dim {a.shape[1]} in {scp_a}, {b.shape[1]} in {scp_b}"
                 break

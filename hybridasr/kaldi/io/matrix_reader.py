@@ -211,16 +211,23 @@ def iter_feature_scp(scp: str, base: str = "") -> Iterator[Tuple[str, np.ndarray
 
     with OpenFiles() as files:
         for lineno, key, value in iter_map_lines(scp):
-            if base and not value.endswith("|") and not os.path.isabs(value):
-                value = os.path.join(base, value)
-            try:
-                mat = read_matrix_rx(value, files)
-            except FormatError as e:
-                raise FormatError(f"{scp}:{lineno}: {key}: {e}") from None
-            except _READ_ERRORS as e:
-                raise FormatError(f"{scp}:{lineno}: cannot read {key} at {value}: "
-                                  f"{str(e) or type(e).__name__}") from None
-            yield key, mat
+            yield key, read_scp_entry(scp, lineno, key, value, files, base)
+
+
+def read_scp_entry(scp: str, lineno: int, key: str, value: str, files,
+                   base: str = "") -> np.ndarray:
+    """The matrix of one line of ``scp`` (``value``: its rxfilename, relative to ``base``
+    where it is a relative path; ``files``: ``OpenFiles``); errors name ``scp:lineno`` and
+    the key."""
+    if base and not value.endswith("|") and not os.path.isabs(value):
+        value = os.path.join(base, value)
+    try:
+        return read_matrix_rx(value, files)
+    except FormatError as e:
+        raise FormatError(f"{scp}:{lineno}: {key}: {e}") from None
+    except _READ_ERRORS as e:
+        raise FormatError(f"{scp}:{lineno}: cannot read {key} at {value}: "
+                          f"{str(e) or type(e).__name__}") from None
 
 
 def read_matrices(rspecifier: str, base: str = "") -> Iterator[Tuple[str, np.ndarray]]:
