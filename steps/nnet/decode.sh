@@ -222,34 +222,29 @@ run_jobs() {
 
 if [ $stage -le 0 ]; then
   echo "$0: decoding $data with $nnet$($fuse && echo " + $gmm_dir/final.mdl (weights $net_weight, $gmm_weight)") ($decoder decoder$($embedded_lattices && echo ", lattices"), $nj jobs)"
-  # the network's log-likelihoods, or their sum with the GMM's (a pipe after forward.py)
+  # the network's log-likelihoods, or their sum with the GMM's (forward.py's output piped on)
   fused=()
   rm -f "$dir"/gmm_loglikes.*
   if $fuse; then
     run_jobs "the GMM's log-likelihoods" "$dir/log/gmm_likes.JOB.log" \
       gmm_compute_likes.py "${gmm_likes_opts[@]}" "$gmm_dir/final.mdl" "$sdata/JOB" \
         "ark,scp:$dir/gmm_loglikes.JOB.ark,$dir/gmm_loglikes.JOB.scp"
-    fused=(\| matrix_sum.py --scale1=$net_weight --scale2=$gmm_weight ark:- "scp:$dir/gmm_loglikes.JOB.scp")
+    fused=(ark:- \| matrix_sum.py --scale1=$net_weight --scale2=$gmm_weight ark:- "scp:$dir/gmm_loglikes.JOB.scp")
   fi
   if [ $decoder = kaldi ]; then
     rm -f "$dir"/hyp.*.tra "$dir"/loglikes.*.scp
     # pipefail: a failing forward.py fails the job (latgen-faster-mapped would end quietly)
     run_jobs "decoding" "$dir/log/decode.JOB.log" \
       set -o pipefail \; \
-      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- "${fused[@]}" ${fused:+ark:-} \| \
+      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" "${fused[@]}" ark:- \| \
       latgen-faster-mapped "${latgen_opts[@]}" "$model" "$graphdir/HCLG.fst" ark:- \
         "ark:|gzip -c > $dir/lat.JOB.gz"
   else
     rm -f "$dir"/lat.*.gz "$dir"/hyp.*.tra
-    if $fuse; then  # (pipefail: a failing forward.py fails the job)
-      run_jobs "forward" "$dir/log/forward.JOB.log" set -o pipefail \; \
-        forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" ark:- "${fused[@]}" \
-          "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
-    else
-      run_jobs "forward" "$dir/log/forward.JOB.log" \
-        forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" \
-          "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
-    fi
+    # (pipefail: a failing forward.py fails the job where matrix_sum.py reads it)
+    run_jobs "forward" "$dir/log/forward.JOB.log" set -o pipefail \; \
+      forward.py "${forward_opts[@]}" "$nnet" "$sdata/JOB" "${fused[@]}" \
+        "ark,scp:$dir/loglikes.JOB.ark,$dir/loglikes.JOB.scp"
     if $embedded_lattices; then
       run_jobs "decoding" "$dir/log/decode.JOB.log" \
         latgen_faster_mapped.py "${latgen_opts[@]}" "$model" "$graphdir/HCLG.fst" \
