@@ -103,6 +103,14 @@ CASES: Dict[str, dict] = {
         shape="Kaldi's egs/yesno/s5 dir before its GMM, from waves_yesno: 8 kHz, one speaker "
               "('global'), 30 training utterances, a dict dir and a unigram ARPA LM; no exp/, "
               "so no GMM (--ali none: the flat start)"),
+    "yesno_mono0a": dict(
+        src="waves_yesno", build=shapes.yesno_after_gmm_dir, test="data/test_yesno",
+        args=["--train", "data/train_yesno", "--ali", "exp/mono0a", "--graph",
+              "exp/mono0a/graph_tgpr"],
+        published=(0.0, "mono0a (Kaldi's published WER)"),
+        shape="Kaldi's egs/yesno/s5 dir after its run.sh (made here with the toolkit's steps): "
+              "a lang dir of position-independent phones, the monophone GMM exp/mono0a "
+              "(--totgauss 400) and its graph_tgpr; the recipe on that GMM's own alignment"),
 }
 FAST = [c for c, v in CASES.items() if not v.get("slow")]
 _ERROR = re.compile(r"\bERROR\b|Error\b|\berror:|Exception\b|No such file|command not found|"

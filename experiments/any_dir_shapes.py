@@ -220,3 +220,39 @@ def yesno_dir(src: Path, dst: Path) -> Path:
     write_conf(dst / "data" / "local" / "lm_tg.arpa", YESNO_ARPA)
     write_conf(dst / "conf" / "mfcc.conf", "--use-energy=false\n--sample-frequency=8000\n")
     return dst
+
+
+def yesno_after_gmm_dir(src: Path, dst: Path) -> Path:
+    """Kaldi's ``egs/yesno/s5`` dir after its ``run.sh``, from ``src`` (waves_yesno):
+    ``yesno_dir``'s data and dict dir, then the script's steps run in the dir with the toolkit's
+    own ``steps/`` and ``utils/`` (linked there, as a Kaldi s5 dir links Kaldi's): the lang dir
+    ``data/lang`` made with ``--position-dependent-phones false`` (phones SIL, N, Y), its
+    ``data/lang_test_tg`` from the unigram, MFCCs and CMVN stats of both sets (``mfcc/``), the
+    monophone GMM ``exp/mono0a`` (``steps/train_mono.sh --totgauss 400``, the script's options:
+    a stand-in for Kaldi's own mono0a, whose published WER is 0%) and its graph
+    ``exp/mono0a/graph_tgpr``. The GMM's own alignment (``ali.1.gz``) is in ``exp/mono0a``."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    yesno_dir(src, dst)
+    for name in ("steps", "utils"):
+        os.symlink(repo / name, dst / name)
+    shutil.copy2(repo / "egs/digits/s5/path.sh", dst / "path.sh")
+    steps = [["utils/prepare_lang.sh", "--position-dependent-phones", "false", "data/local/dict",
+              "<SIL>", "data/local/lang", "data/lang"],
+             ["utils/format_lm.sh", "data/lang", "data/local/lm_tg.arpa",
+              "data/local/dict/lexicon.txt", "data/lang_test_tg"]]
+    for x in ("train_yesno", "test_yesno"):
+        steps += [["steps/make_mfcc.sh", "--nj", "1", f"data/{x}", f"exp/make_mfcc/{x}", "mfcc"],
+                  ["steps/compute_cmvn_stats.sh", f"data/{x}", f"exp/make_mfcc/{x}", "mfcc"]]
+    steps += [["steps/train_mono.sh", "--nj", "1", "--totgauss", "400", "data/train_yesno",
+               "data/lang", "exp/mono0a"],
+              ["utils/mkgraph.sh", "data/lang_test_tg", "exp/mono0a", "exp/mono0a/graph_tgpr"]]
+    env = dict(os.environ, HYBRIDASR_ROOT=str(repo))
+    with open(dst / "run.log", "w") as log:
+        for cmd in steps:
+            log.write("# " + " ".join(cmd) + "\n")
+            log.flush()
+            if subprocess.run(cmd, cwd=dst, env=env, stdout=log, stderr=subprocess.STDOUT).returncode:
+                raise RuntimeError(f"{' '.join(cmd)} failed in {dst}: see {dst / 'run.log'}")
+    return dst

@@ -1,8 +1,8 @@
 """A Kaldi dir with a GMM but no lang dir (only data/local/dict beside the data dirs, the GMM and
 its graph): ``--lang data/local/dict`` with a GMM ``--ali``. Stage 0 makes data/lang from the dict
 dir with utils/prepare_lang.sh (Kaldi's lang dir, byte for byte) after checking that its phones
-are the alignment model's; a dict dir whose phones differ is refused in stage 0, naming the
-model's phones file."""
+are the alignment model's, with word positions or without (as the GMM's own lang dir was made);
+a dict dir whose phones differ is refused in stage 0, naming the model's phones file."""
 from __future__ import annotations
 
 import json
@@ -158,14 +158,57 @@ def test_without_phones_txt_the_models_topology_is_checked(tmp_path, shared_dir)
     assert "its topology has 90 phones (ids 1..90), the dict dir gives 86" in msg
 
 
-def test_position_independent_gmm_is_named(tmp_path, shared_dir):
+def test_position_independent_gmm_fits(tmp_path, shared_dir):
     """A model whose phones are those of the dict without word positions (Kaldi's
-    --position-dependent-phones false): the error says so and how to make such a lang dir."""
+    --position-dependent-phones false, as its yesno recipe makes its lang dir) fits: the check
+    says which kind, by the ali dir's phones.txt or else by the model's topology; other
+    phones are refused either way."""
     dict_dir = str(_tiny(shared_dir) / "data/local/dict")
     flat = dict_phone_ids(dict_dir, position_dependent=False)
     assert len(flat) == 22 and len(dict_phone_ids(dict_dir)) == 90
     ali_dir = tmp_path / "ali"  # no phones.txt: the model's topology only
     ali_dir.mkdir()
-    check_dict_fits_model(dict_dir, str(ali_dir), range(1, 91))  # fits
-    with pytest.raises(HybridAsrError, match=r"--position-dependent-phones false"):
-        check_dict_fits_model(dict_dir, str(ali_dir), sorted(flat.values()))
+    assert check_dict_fits_model(dict_dir, str(ali_dir), range(1, 91)) is True
+    assert check_dict_fits_model(dict_dir, str(ali_dir), sorted(flat.values())) is False
+    with pytest.raises(HybridAsrError, match=r"its topology has 21 phones"):
+        check_dict_fits_model(dict_dir, str(ali_dir), sorted(flat.values())[:-1])
+    (ali_dir / "phones.txt").write_text("<eps> 0\n" + "".join(
+        f"{p} {i}\n" for p, i in sorted(flat.items(), key=lambda x: x[1])) + "#0 23\n")
+    assert check_dict_fits_model(dict_dir, str(ali_dir), []) is False
+    (ali_dir / "phones.txt").write_text((ali_dir / "phones.txt").read_text().replace(
+        "sil 1", "SIL 1"))
+    with pytest.raises(HybridAsrError, match=r"phone id 1 is 'sil' in the dict dir's, 'SIL'"):
+        check_dict_fits_model(dict_dir, str(ali_dir), [])
+
+
+def test_recipe_makes_a_position_independent_lang_dir_for_such_a_gmm(
+        tmp_path, repo_dir, shared_dir, env_with_path):
+    """Stage 0 with --lang data/local/dict beside a GMM of position-independent phones (a lang
+    dir made from that dict dir with --position-dependent-phones false, its monophone model):
+    data/lang is made the same way, the phones.txt of that lang dir byte for byte (with the
+    dir's own position-dependent GMM: test_recipe_makes_kaldis_lang_dir_and_reaches_a_wer)."""
+    kaldi = lang_less_copy(_tiny(shared_dir), tmp_path / "kaldi")
+    s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
+    env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
+    flat_lang, ali = tmp_path / "lang_flat", kaldi / "exp/mono_flat_ali"
+    subprocess.run(["utils/prepare_lang.sh", "--position-dependent-phones", "false",
+                    str(kaldi / "data/local/dict"), "<UNK>", str(tmp_path / "lang_tmp"),
+                    str(flat_lang)], cwd=s5, env=env, check=True, capture_output=True)
+    ali.mkdir()
+    subprocess.run(["init_mono.py", str(flat_lang / "topo"), str(ali / "final.mdl"),
+                    str(ali / "tree")], cwd=s5, env=env, check=True, capture_output=True)
+    shutil.copy(flat_lang / "phones.txt", ali / "phones.txt")
+    shutil.copy(kaldi / "exp/mono_ali/ali.1.gz", ali / "ali.1.gz")  # (stage 0 reads none)
+    (ali / "num_jobs").write_text("1\n")
+    p = subprocess.run(
+        ["./run.sh", "--kaldi-dir", str(kaldi), "--lang", "data/local/dict",
+         "--ali", "exp/mono_flat_ali", "--graph", "exp/mono/graph", "--stop-stage", "0"],
+        cwd=s5, env=env, capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    assert "make_lang_dirs.sh --oov-word  --lm-order 3 --position-dependent-phones false" in out
+    assert "prepare_lang.py --position-dependent-phones=false" in out
+    facts = json.loads((s5 / "data/kaldi_dir.json").read_text())
+    assert facts["dict_position_dependent_phones"] is False
+    for name in ("phones.txt", "words.txt", "topo", "phones/roots.txt"):
+        assert (s5 / "data/lang" / name).read_bytes() == (flat_lang / name).read_bytes()

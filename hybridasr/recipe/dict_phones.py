@@ -1,26 +1,24 @@
 """A dict dir given as the recipe's ``--lang`` beside a GMM alignment: the phones that
 ``utils/prepare_lang.sh`` makes from it must be the alignment model's.
 
-The recipe makes its ``data/lang`` from the dict dir with Kaldi's ``prepare_lang.sh`` defaults
-(``--position-dependent-phones true``); the GMM's own lang dir was made the same way from the
-same dict dir when the two fit. The check is made before anything is written: the phones
-``prepare_lang.sh`` numbers (``<eps>`` 0, then the silence phones, then the nonsilence ones,
-each with its word-position variants, as ``hybridasr.lang.lang_files`` lists them) against the
-ali dir's ``phones.txt`` where it has one (disambiguation symbols aside, as Kaldi's
+The recipe makes its ``data/lang`` from the dict dir as the GMM's own lang dir was made from
+it: with Kaldi's ``prepare_lang.sh`` default (``--position-dependent-phones true``), or without
+word-position phones where those are the GMM's (Kaldi's yesno recipe makes its lang dir so).
+The check is made before anything is written: the phones ``prepare_lang.sh`` numbers
+(``<eps>`` 0, then the silence phones, then the nonsilence ones, each with its word-position
+variants or alone, as ``hybridasr.lang.lang_files`` lists them) against the ali dir's
+``phones.txt`` where it has one (disambiguation symbols aside, as Kaldi's
 ``utils/lang/check_phones_compatible.sh``), else against the phone ids of ``final.mdl``'s
-topology. A mismatch names both files and what to change.
+topology. A mismatch either way names both files and what to change.
 """
 from __future__ import annotations
 
 import os
-import re
-from typing import Dict, Optional
+from typing import Dict
 
 from hybridasr.errors import FormatError
 
 __all__ = ["dict_phone_ids", "check_dict_fits_model"]
-
-_POSITION = re.compile(r".+_[BEIS]\Z")
 
 
 def dict_phone_ids(dict_dir: str, position_dependent: bool = True) -> Dict[str, int]:
@@ -49,41 +47,37 @@ def _first_difference(ours: Dict[str, int], theirs: Dict[str, int]) -> str:
     return ""
 
 
-def _hint(dict_dir: str, position_dependent_model: Optional[bool]) -> str:
-    if position_dependent_model is False:
-        return (f"the GMM's lang dir was made with --position-dependent-phones false: make a "
-                f"lang dir so (utils/prepare_lang.sh --position-dependent-phones false "
-                f"{dict_dir} <oov-word> <tmp-dir> <lang-dir>) and give it as --lang")
-    return (f"the GMM's lang dir was made from another dict dir (a phone added, removed or "
-            f"renamed, or the phone lists in another order) or with other prepare_lang.sh "
-            f"options: give as --lang the dict dir it was made from, or that lang dir itself")
+def _hint() -> str:
+    return ("the GMM's lang dir was made from another dict dir (a phone added, removed or "
+            "renamed, or the phone lists in another order) or with other prepare_lang.sh "
+            "options: give as --lang the dict dir it was made from, or that lang dir itself")
 
 
-def check_dict_fits_model(dict_dir: str, ali_dir: str, model_phones) -> None:
-    """The phones ``prepare_lang.sh`` makes from ``dict_dir`` are those of ``ali_dir``'s
+def check_dict_fits_model(dict_dir: str, ali_dir: str, model_phones) -> bool:
+    """Whether the phones ``prepare_lang.sh`` makes from ``dict_dir`` are those of ``ali_dir``'s
     ``phones.txt`` (where it has one) and of its ``final.mdl`` (``model_phones``: the ids of
-    its topology); otherwise a FormatError naming both and the first difference."""
+    its topology) with word-position phones (True, Kaldi's default) or without them (False:
+    the GMM's lang dir was made with ``--position-dependent-phones false``, as Kaldi's yesno
+    recipe makes it); neither: a FormatError naming both and the first difference."""
     from hybridasr.kaldi.symbol_table import phone_ids
 
     ours = dict_phone_ids(dict_dir)
+    flat = dict_phone_ids(dict_dir, position_dependent=False)
     own = os.path.join(ali_dir, "phones.txt")
     model = os.path.join(ali_dir, "final.mdl")
     made = (f"--lang {dict_dir} is a dict dir: the phones.txt utils/prepare_lang.sh makes "
-            f"from it (into data/lang, position-dependent phones)")
+            f"from it (into data/lang, with or without word-position phones)")
     if os.path.isfile(own):
         theirs = phone_ids(own)
-        if ours == theirs:
-            return
-        positional = any(_POSITION.fullmatch(p) for p in theirs)
+        if theirs in (ours, flat):
+            return theirs == ours
         raise FormatError(f"{made} does not match the alignment model's phones {own} "
                           f"({len(ours)} and {len(theirs)} phones; "
-                          f"{_first_difference(ours, theirs)}): {_hint(dict_dir, positional)}")
+                          f"{_first_difference(ours, theirs)}): {_hint()}")
     have = sorted(set(int(p) for p in model_phones))
-    if sorted(ours.values()) == have:
-        return
-    flat = dict_phone_ids(dict_dir, position_dependent=False)
-    positional = None if sorted(flat.values()) != have else False
+    if have in (sorted(ours.values()), sorted(flat.values())):
+        return have == sorted(ours.values())
     raise FormatError(f"{made} does not match the alignment model {model} (no phones.txt "
                       f"beside it): its topology has {len(have)} phones (ids "
                       f"{have[0] if have else '-'}..{have[-1] if have else '-'}), the dict dir "
-                      f"gives {len(ours)}: {_hint(dict_dir, positional)}")
+                      f"gives {len(ours)}: {_hint()}")

@@ -66,9 +66,13 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
     (``facts["lang_kind"]``: "lang" or "dict"); without a ``G.fst`` in it an LM must be given
     (``lm_given``). With a GMM ``lang`` may be a dict dir too (the recipe makes its lang dir
     with ``utils/prepare_lang.sh``; the graph brings its own words): the phones made from it
-    must be the alignment model's (``hybridasr.recipe.dict_phones``)."""
+    must be the alignment model's (``hybridasr.recipe.dict_phones``), with word positions or
+    without (``facts["dict_position_dependent_phones"]``: how the recipe's
+    ``utils/prepare_lang.sh`` makes its lang dir from a dict dir; true, Kaldi's default,
+    unless the GMM's phones have no word positions)."""
     problems: List[str] = []
-    facts: dict = {"kaldi_dir": os.path.abspath(kaldi_dir)}
+    facts: dict = {"kaldi_dir": os.path.abspath(kaldi_dir),
+                   "dict_position_dependent_phones": True}
 
     def need(rel: str, what: str) -> Optional[str]:
         p = os.path.join(kaldi_dir, rel)
@@ -132,7 +136,9 @@ def check_kaldi_dir(kaldi_dir: str, train: str, test: str, lang: str, ali: str, 
             if dict_dir is None:
                 _check_ali_phones(ali_dir, os.path.join(kaldi_dir, lang), problems)
             elif dict_complete:
-                _check_ali_dict_phones(ali_dir, dict_dir, problems)
+                positional = _check_ali_dict_phones(ali_dir, dict_dir, problems)
+                if positional is not None:
+                    facts["dict_position_dependent_phones"] = positional
     graph_pdfs = os.path.join(kaldi_dir, graph, "num_pdfs")
     graph_mdl = os.path.join(kaldi_dir, os.path.dirname(graph.rstrip("/")), "final.mdl")
     if os.path.exists(graph_pdfs):
@@ -174,8 +180,9 @@ def _need_dict_files(d: str, problems: List[str]) -> bool:
     return not missing
 
 
-def _check_ali_dict_phones(ali_dir: str, dict_dir: str, problems: List[str]) -> None:
-    """The phones prepare_lang.sh makes from the dict dir are the alignment model's."""
+def _check_ali_dict_phones(ali_dir: str, dict_dir: str, problems: List[str]) -> Optional[bool]:
+    """Whether the phones prepare_lang.sh makes from the dict dir are the alignment model's
+    with word positions (True) or without (False); None, with the problem, when neither."""
     from hybridasr.align.importer import check_phones
     from hybridasr.kaldi.transition_model import read_transition_model
     from hybridasr.recipe.dict_phones import check_dict_fits_model
@@ -183,9 +190,10 @@ def _check_ali_dict_phones(ali_dir: str, dict_dir: str, problems: List[str]) -> 
     try:
         tm = read_transition_model(os.path.join(ali_dir, "final.mdl"))
         check_phones(ali_dir, tm)  # the ali dir's phones.txt is its model's
-        check_dict_fits_model(dict_dir, ali_dir, tm.topology.phones)
+        return check_dict_fits_model(dict_dir, ali_dir, tm.topology.phones)
     except HybridAsrError as e:
         problems.append(str(e))
+        return None
 
 
 def _check_lang_or_dict(kaldi_dir: str, lang: str, lm_given: bool, problems: List[str],

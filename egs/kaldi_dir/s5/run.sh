@@ -123,10 +123,10 @@ if run_stage 0; then
     lm_text=$lm_text oov_word=$oov_word "$kaldi_dir/$train" "$kaldi_dir/$test" \
     $({ [ $gmm == false ] || [ "$lang_dir" == data/lang ]; } && echo "$kaldi_dir/$lang")
   [ $stage_status == done ] || rm -rf data/train data/test
-  import_kaldi_data_dir $train data/train
-  import_kaldi_data_dir $test data/test
+  import_kaldi_data_dir $train data/train; import_kaldi_data_dir $test data/test
   if [ $gmm == false ] || [ "$lang_dir" == data/lang ]; then
-    $localdir/make_lang_dirs.sh --oov-word "$oov_word" --lm-order $lm_order \
+    $localdir/make_lang_dirs.sh --oov-word "$oov_word" --lm-order $lm_order --position-dependent-phones \
+      "$(json_get.py data/kaldi_dir.json dict_position_dependent_phones)" \
       ${lm_arpa:+--lm-arpa "$(in_kaldi_dir "$lm_arpa")"} ${lm_text:+--lm-text "$(in_kaldi_dir "$lm_text")"} \
       "$kaldi_dir/$lang" $lang_dir $lang_test
   fi

@@ -11,6 +11,8 @@ oov_word=            # the lexicon's OOV entry (default: the first of <UNK> <unk
 lm_arpa=             # an ARPA LM
 lm_text=             # or text to estimate one from (one sentence a line)
 lm_order=3           # order of the LM estimated from --lm-text
+position_dependent_phones=true  # utils/prepare_lang.sh's (false: the GMM's phones have no
+                     # word positions, as Kaldi's yesno recipe makes its lang dir)
 # End configuration section.
 
 echo "$0 $@"
@@ -22,7 +24,8 @@ if [ $# -ne 3 ]; then
   cat >&2 <<USAGE
 Usage: $0 [options] <dict-dir> <lang-dir> <lang-test>
  e.g.: $0 --lm-text /data/lm_text.txt ../kaldi/data/local/dict data/lang data/lang_test
-Options: --oov-word WORD, --lm-arpa FILE, --lm-text FILE, --lm-order N ($lm_order)
+Options: --oov-word WORD, --lm-arpa FILE, --lm-text FILE, --lm-order N ($lm_order),
+  --position-dependent-phones true|false ($position_dependent_phones)
 USAGE
   exit 1
 fi
@@ -43,7 +46,8 @@ if [ "$lang_dir" != "$dict" ]; then
       [ -z "$oov_word" ] && { echo "$0: the lexicon of $dict has none of <UNK> <unk>" \
         "<SPOKEN_NOISE> <spoken_noise>: give its OOV entry with --oov-word" >&2; exit 1; }
     fi
-    utils/prepare_lang.sh "$dict" "$oov_word" data/local/lang_tmp $lang_dir
+    utils/prepare_lang.sh --position-dependent-phones "$position_dependent_phones" \
+      "$dict" "$oov_word" data/local/lang_tmp $lang_dir
   fi
 fi
 [ -f "$dict/lexicon.txt" ] && lexicon=$dict/lexicon.txt
