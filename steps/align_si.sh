@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Kaldi's steps/align_si.sh for a GMM without speaker adaptation (a delta-feature GMM: the
-# toolkit's steps/train_mono.sh, or a Kaldi mono/tri1 dir): aligns <data> with <src-dir>'s
-# final.mdl and tree on the training graphs of <lang>'s L.fst. Per job, gmm_compute_likes.py
-# scores the features (per-speaker CMVN as <src-dir>/cmvn_opts says, deltas; the pdfs of the
-# optional silence boosted by --boost-silence, as gmm-boost-silence) and align_mapped.py
+# Kaldi's steps/align_si.sh for a GMM without speaker adaptation (the toolkit's
+# steps/train_mono.sh, a Kaldi mono/tri1 dir of deltas, or an LDA+MLLT one): aligns <data> with
+# <src-dir>'s final.mdl and tree on the training graphs of <lang>'s L.fst. Per job,
+# gmm_compute_likes.py scores the features of <src-dir>'s pipeline, as Kaldi's script builds
+# them (per-speaker CMVN as its cmvn_opts says, then splice_opts + final.mat where it has
+# final.mat, else add-deltas with its delta_opts; the pdfs of the optional silence boosted by
+# --boost-silence, as gmm-boost-silence) and align_mapped.py
 # Viterbi-aligns them with Kaldi's scale_opts (acoustic 0.1, self-loops 0.1) and beams (10,
 # retry 40: an utterance failing both is reported and skipped). Writes a Kaldi alignment dir:
 # ali.JOB.gz, final.mdl, tree, phones.txt, num_jobs, log/align.JOB.log, align_report.JOB.json.
@@ -50,16 +52,16 @@ for f in "$data/feats.scp" "$data/cmvn.scp" "$data/text" "$lang/L.fst" "$lang/wo
 done
 "$utils/lang/check_phones_compatible.sh" "$lang/phones.txt" "$srcdir/phones.txt" || \
   { echo "$0: $srcdir is not a model of $lang's phones" >&2; exit 1; }
-cmvn_opts=$(cat "$srcdir/cmvn_opts" 2>/dev/null || true)  # (Kaldi's; empty: means only)
-norm_vars=false
-case " $cmvn_opts " in *" --norm-vars=true "*|*" --norm-vars true "*) norm_vars=true ;; esac
 
 mkdir -p "$dir/log"
 rm -f "$dir/final.mdl" "$dir/tree" "$dir/phones.txt"
 cp -L "$srcdir/final.mdl" "$dir/final.mdl"
 cp -L "$srcdir/tree" "$dir/tree"
 cp -L "$lang/phones.txt" "$dir/phones.txt"
-[ -f "$srcdir/cmvn_opts" ] && cp "$srcdir/cmvn_opts" "$dir/cmvn_opts"
+for f in cmvn_opts delta_opts splice_opts final.mat; do  # (the features' pipeline, as Kaldi's)
+  rm -f "$dir/$f"
+  [ -f "$srcdir/$f" ] && cp -L "$srcdir/$f" "$dir/$f"
+done
 
 nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 sdata=$data/split$nj
@@ -69,7 +71,7 @@ rm -f "$dir"/ali.*.gz "$dir"/log/align_report.*.json
 echo "$0: aligning $data with $srcdir/final.mdl ($nj jobs, boost-silence $boost_silence)"
 if ! $cmd JOB=1:$nj "$dir/log/align.JOB.log" \
     set -o pipefail \; \
-    gmm_compute_likes.py --norm-vars=$norm_vars --boost-silence=$boost_silence \
+    gmm_compute_likes.py --feature-pipeline="$dir" --boost-silence=$boost_silence \
       --silence-phones="$(cat "$lang/phones/optional_silence.csl")" \
       "$dir/final.mdl" "$sdata/JOB" ark:- \| \
     align_mapped.py --beam=$beam --retry-beam=$retry_beam \

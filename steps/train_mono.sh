@@ -16,7 +16,7 @@ cmd=run.pl
 nj=4                 # equal-alignment jobs (at most one a speaker)
 totgauss=1000        # Gaussians of the final model, summed over the pdfs
 num_iters=40         # re-estimations
-boost_silence=1.0    # factor of the silence phones' likelihoods in the alignments
+boost_silence=1.0    # factor of the optional silence's likelihoods in the alignments
 edge_silence=true    # the equal alignment begins and ends every utterance with silence
                      # (false: Kaldi's, each optional silence drawn at random)
 init_ali=            # an alignment dir of the same lang dir to start from (empty: equal)
@@ -36,7 +36,7 @@ if [ $# -ne 3 ]; then
   cat >&2 <<USAGE
 Usage: $0 [options] <data-dir> <lang-dir> <exp-dir>
  ... where <data-dir> has feats.scp, cmvn.scp and text, and <lang-dir> is a lang dir
- (utils/prepare_lang.sh: L.fst, topo, phones/sets.int, phones/silence.csl, words.txt).
+ (utils/prepare_lang.sh: L.fst, topo, phones/sets.int, phones/optional_silence.csl, words.txt).
  e.g.: $0 --nj 4 --boost-silence 1.25 data/train data/lang exp/mono
 Options:
   --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
@@ -60,7 +60,7 @@ utils=$(cd "$(dirname "$0")/../utils" && pwd)
 
 for f in "$data/feats.scp" "$data/cmvn.scp" "$data/text" "$lang/L.fst" "$lang/topo" \
          "$lang/words.txt" "$lang/phones.txt" "$lang/phones/sets.int" \
-         "$lang/phones/silence.csl"; do
+         "$lang/phones/optional_silence.csl"; do
   [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1
 done
 if [ -n "$init_ali" ]; then
@@ -118,6 +118,7 @@ $cmd "$dir/log/train.log" \
   echo "$0: train_mono_gmm.py failed, see $dir/log/train.log:" >&2
   grep -ihE "error|exception" "$dir/log/train.log" | tail -n 3 >&2 || true
   exit 1; }
+echo > "$dir/cmvn_opts"  # (Kaldi's train_mono.sh records its CMVN options: the defaults)
 echo 1 > "$dir/num_jobs"
 read -r -d '' trained utts gauss <<< "$(json_get.py "$dir/log/train_report.json" used \
   utterances num_gauss)" || true

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from hybridasr.errors import ConfigError, HybridAsrError
+from hybridasr.features.context import add_deltas
 from hybridasr.features.fmllr import (FmllrPipeline, apply_transform, choose_transform_dir,
-                                      parse_splice_opts)
+                                      parse_delta_opts, parse_splice_opts)
 from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
 from hybridasr.kaldi.io.table import read_map
 
@@ -163,3 +164,24 @@ def test_transform_feats_shapes_and_options():
     assert parse_splice_opts("--left-context 2") == (2, 4)
     with pytest.raises(ConfigError, match="splice_opts: unsupported"):
         parse_splice_opts("--frames=3")
+
+
+def test_delta_opts_of_a_gmm_dir(tmp_path):
+    """A delta system's ``delta_opts`` (Kaldi's train_deltas.sh records its --delta-opts there;
+    decode.sh and align_si.sh read it): the pipeline's add-deltas takes its order and window;
+    without the file, add-deltas' defaults (2, 2)."""
+    assert parse_delta_opts("") == (2, 2)
+    assert parse_delta_opts("--delta-order=3 --delta-window 1") == (3, 1)
+    with pytest.raises(ConfigError, match="delta_opts: unsupported add-deltas option"):
+        parse_delta_opts("--order=3")
+    with pytest.raises(ConfigError, match="--delta-window must be >= 1"):
+        parse_delta_opts("--delta-window=0")
+    x = np.random.default_rng(0).normal(size=(50, 13)).astype(np.float32)
+    stats = np.zeros((2, 14))
+    stats[0, -1] = stats[1, -1] = 1.0  # one frame of zeros: CMVN leaves x as it is
+    assert FmllrPipeline.from_gmm_dir(str(tmp_path)).deltas == (2, 2)
+    (tmp_path / "delta_opts").write_text("--delta-order=3\n")
+    pipe = FmllrPipeline.from_gmm_dir(str(tmp_path))
+    y = pipe(x, stats, "spk")
+    assert y.shape == (50, 52)
+    np.testing.assert_allclose(y, add_deltas(x, 3, 2), atol=1e-5)

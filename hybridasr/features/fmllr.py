@@ -29,19 +29,20 @@ from hybridasr.features.context import add_deltas, splice_frames
 log = logging.getLogger("hybridasr.features")
 
 
-def parse_splice_opts(text: str, source: str = "splice_opts") -> Tuple[int, int]:
-    """(left, right) of Kaldi ``splice-feats`` options (``--left-context``,
-    ``--right-context``; Kaldi's defaults 4 and 4). Other options are an error naming
+def _parse_int_opts(text: str, source: str, tool: str, defaults: dict) -> dict:
+    """``--name=value`` / ``--name value`` options of a Kaldi tool, each a number >= 0 with
+    the default of ``defaults`` (keys in Python spelling); another option is an error naming
     ``source``."""
-    ctx = {"left_context": 4, "right_context": 4}
+    ctx = dict(defaults)
+    names = ", ".join("--" + k.replace("_", "-") for k in defaults)
     words = text.split()
     i = 0
     while i < len(words):
         name, sep, value = words[i].partition("=")
         key = name.lstrip("-").replace("-", "_")
         if not words[i].startswith("--") or key not in ctx:
-            raise ConfigError(f"{source}: unsupported splice-feats option {words[i]!r} "
-                              f"(supported: --left-context, --right-context)")
+            raise ConfigError(f"{source}: unsupported {tool} option {words[i]!r} "
+                              f"(supported: {names})")
         if not sep:
             if i + 1 >= len(words):
                 raise ConfigError(f"{source}: {name} needs a value")
@@ -53,7 +54,24 @@ def parse_splice_opts(text: str, source: str = "splice_opts") -> Tuple[int, int]
         if ctx[key] < 0:
             raise ConfigError(f"{source}: {name} must be >= 0, got {value}")
         i += 1
+    return ctx
+
+
+def parse_splice_opts(text: str, source: str = "splice_opts") -> Tuple[int, int]:
+    """(left, right) of Kaldi ``splice-feats`` options (``--left-context``,
+    ``--right-context``; Kaldi's defaults 4 and 4). Other options are an error naming
+    ``source``."""
+    ctx = _parse_int_opts(text, source, "splice-feats", {"left_context": 4, "right_context": 4})
     return ctx["left_context"], ctx["right_context"]
+
+
+def parse_delta_opts(text: str, source: str = "delta_opts") -> Tuple[int, int]:
+    """(order, window) of Kaldi ``add-deltas`` options (``--delta-order``, ``--delta-window``;
+    Kaldi's defaults 2 and 2), as ``train_deltas.sh`` records them in ``delta_opts``."""
+    ctx = _parse_int_opts(text, source, "add-deltas", {"delta_order": 2, "delta_window": 2})
+    if ctx["delta_window"] < 1:
+        raise ConfigError(f"{source}: --delta-window must be >= 1")
+    return ctx["delta_order"], ctx["delta_window"]
 
 
 def apply_transform(feats: np.ndarray, mat: np.ndarray, what: str = "transform") -> np.ndarray:
@@ -136,23 +154,28 @@ def choose_transform_dir(speakers: Iterable[str], candidates: Iterable[str]) -> 
 @dataclass
 class FmllrPipeline:
     """The GMM's feature pipeline: CMVN (``cmvn_opts``), splice + ``lda`` (final.mat) or
-    deltas, then the speaker's fMLLR transform (``transforms``: speaker -> matrix; None: the
-    speaker-independent features, make_fmllr_feats.sh without --transform-dir)."""
+    deltas (``deltas``: order and window, ``delta_opts``), then the speaker's fMLLR transform
+    (``transforms``: speaker -> matrix; None: the speaker-independent features,
+    make_fmllr_feats.sh without --transform-dir)."""
     cmvn_opts: dict = field(default_factory=lambda: {"norm_means": True, "norm_vars": False})
     splice: Tuple[int, int] = (4, 4)
     lda: Optional[np.ndarray] = None
     transforms: Optional[Dict[str, np.ndarray]] = None
+    deltas: Tuple[int, int] = (2, 2)
 
     @classmethod
     def from_gmm_dir(cls, gmm_dir: str, transform_dir: Optional[str] = None) -> "FmllrPipeline":
-        """The pipeline of a Kaldi GMM dir (``cmvn_opts``, ``splice_opts``, ``final.mat``) and
-        the ``trans.*`` of ``transform_dir`` (an error when it has none)."""
+        """The pipeline of a Kaldi GMM dir (``cmvn_opts``, ``splice_opts``, ``final.mat``;
+        without it ``delta_opts``) and the ``trans.*`` of ``transform_dir`` (an error when it
+        has none)."""
         import kaldiio
 
         cmvn = parse_cmvn_opts(read_text_file(os.path.join(gmm_dir, "cmvn_opts")),
                                source=os.path.join(gmm_dir, "cmvn_opts"))
         splice = parse_splice_opts(read_text_file(os.path.join(gmm_dir, "splice_opts")),
                                    source=os.path.join(gmm_dir, "splice_opts"))
+        deltas = parse_delta_opts(read_text_file(os.path.join(gmm_dir, "delta_opts")),
+                                  source=os.path.join(gmm_dir, "delta_opts"))
         mat_path = os.path.join(gmm_dir, "final.mat")
         lda = None
         if os.path.exists(mat_path):
@@ -166,16 +189,21 @@ class FmllrPipeline:
             if not files:
                 raise HybridAsrError(f"{transform_dir} has no trans.* (fMLLR transforms)")
             transforms = read_transforms(f"ark:{p}" for p in files)
-        return cls(cmvn, splice, lda, transforms)
+        return cls(cmvn, splice, lda, transforms, deltas)
 
     def __call__(self, feats: np.ndarray, cmvn_stats: np.ndarray, spk: str) -> np.ndarray:
         """One utterance's features (KeyError when the speaker has no transform)."""
         x = apply_cmvn(np.asarray(feats, dtype=np.float32), cmvn_stats, **self.cmvn_opts)
+        return self.after_cmvn(x, spk)
+
+    def after_cmvn(self, x: np.ndarray, spk: str = "") -> np.ndarray:
+        """The pipeline after its CMVN: splice + LDA or deltas, then the speaker's transform
+        (where there are transforms)."""
         if self.lda is not None:
             x = splice_frames(x, *self.splice)
             x = apply_transform(x, self.lda, "final.mat")
         else:
-            x = add_deltas(x)
+            x = add_deltas(x, *self.deltas)
         if self.transforms is not None:
             x = apply_transform(x, self.transforms[spk], f"the fMLLR transform of {spk}")
         return np.ascontiguousarray(x, dtype=np.float32)
@@ -244,7 +272,8 @@ def describe(pipeline: FmllrPipeline) -> str:
         parts += [f"splice-feats --left-context={l} --right-context={r}",
                   f"transform-feats final.mat ({pipeline.lda.shape[0]}x{pipeline.lda.shape[1]})"]
     else:
-        parts.append("add-deltas")
+        parts.append("add-deltas" + ("" if pipeline.deltas == (2, 2) else
+                                     " --delta-order=%d --delta-window=%d" % pipeline.deltas))
     if pipeline.transforms is not None:
         parts.append(f"transform-feats --utt2spk trans.* ({len(pipeline.transforms)} speakers)")
     return " | ".join(shlex.quote(p) if "|" in p else p for p in parts)

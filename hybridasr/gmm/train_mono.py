@@ -61,8 +61,10 @@ class MonoGmmOptions:
                                      above=0.0, maximum=0.5)
     transition_min_count: float = option(5.0, "a transition state with fewer frames keeps its "
                                               "probabilities", minimum=0.0)
-    boost_silence: float = option(1.0, "factor of the silence phones' likelihoods in the "
-                                       "alignments (gmm-boost-silence)", above=0.0)
+    boost_silence: float = option(1.0, "factor of the optional silence phone's likelihoods "
+                                       "in the alignments (gmm-boost-silence on "
+                                       "phones/optional_silence.csl, as Kaldi's "
+                                       "train_mono.sh)", above=0.0)
     seed: int = option(0, "seed of the mixing up's random perturbations")
 
     def realign_set(self) -> set:
@@ -161,7 +163,8 @@ def train_mono_gmm(data_dir: str, lang_dir: str, model_in: str, tree_path: str,
     gmms = DiagGmmSet.init_global(tm.num_pdfs, mean, x2 / rep.frames - mean * mean
                                   + opts.min_variance)
     rng = np.random.default_rng(opts.seed)
-    silence_pdfs = tm.pdfs_of_phones(read_csl(f"{lang_dir}/phones/silence.csl"))
+    # (Kaldi boosts the optional silence only: not spn, the OOV words' phone)
+    silence_pdfs = tm.pdfs_of_phones(read_csl(f"{lang_dir}/phones/optional_silence.csl"))
     num_gauss = tm.num_pdfs
     inc_gauss = max(0, (opts.tot_gauss - num_gauss) // opts.max_iter_inc)
 
