@@ -32,6 +32,14 @@ def get_parser():
                    help="a calibration of the CTM's confidences (the JSON file "
                         "train_confidence_calibration.py wrote); default: the lattice "
                         "posteriors as they are")
+    p.add_argument("--gmm-dir", default="",
+                   help="add the log-likelihoods of this Kaldi GMM of the network's tree "
+                        "(final.mdl, tree; its own features from the model's: cmvn_opts, "
+                        "then splice_opts + final.mat or deltas), as decode.sh --gmm-dir and "
+                        "the recipe's decoding of a small dir; not with --online, an exported "
+                        "or a chain model, or a speaker-adapted GMM")
+    p.add_argument("--gmm-weight", type=float, default=0.5,
+                   help="with --gmm-dir: the GMM's weight, the network's 1 - it")
     add_bool(p, "--online", False,
              "stream each recording: given in pieces of --piece-seconds as a "
              "real-time client would, online features and CMVN, the network in --chunking "
@@ -60,7 +68,7 @@ def main(argv=None):
 
     from hybridasr.decode.transcribe import Transcriber, recordings, transcribe_all
     from hybridasr.device import resolve_device
-    from hybridasr.errors import HybridAsrError
+    from hybridasr.errors import ConfigError, HybridAsrError
     from hybridasr.kaldi.io.streams import OutputStream
     from hybridasr.options import from_values
 
@@ -72,7 +80,6 @@ def main(argv=None):
         import logging
 
         from hybridasr.decode.online import online_chunking
-        from hybridasr.errors import ConfigError
 
         if os.path.isfile(args.model_dir):
             raise ConfigError("--online runs the network of a model dir in chunks: give the "
@@ -87,7 +94,6 @@ def main(argv=None):
     calibration = None
     if args.confidence_calibration:
         from hybridasr.decode.confidence_calibration import ConfidenceCalibration
-        from hybridasr.errors import ConfigError
 
         if not args.ctm:
             raise ConfigError("--confidence-calibration calibrates the CTM's confidences: "
@@ -121,6 +127,16 @@ def main(argv=None):
         t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
                         device=device)
     t.calibration = calibration
+    if args.gmm_dir:
+        if online:
+            t.close()
+            raise ConfigError("--gmm-dir: not with --online (the GMM's deltas or splicing "
+                              "look ahead of each piece): transcribe whole recordings")
+        try:
+            t.use_gmm(args.gmm_dir, args.gmm_weight)
+        except BaseException:
+            t.close()
+            raise
     run = None
     if online:
         from hybridasr.decode.online import OnlineRecognizer

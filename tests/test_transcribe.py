@@ -2,7 +2,8 @@
 kaldi_digits (a tiny BLSTM, once per module): the words are those of the decode pipeline
 (make_mfcc.sh, compute_cmvn_stats.sh, decode.sh, score.sh) on the same audio at the same LM
 weight; the CTM's words spell their pronunciations over the best path's phones and lie within
-the audio, and equal steps/get_ctm.sh's on the pipeline's lattices; stdin and wav.scp pipes;
+the audio, and equal steps/get_ctm.sh's on the pipeline's lattices; with --gmm-dir, the words of
+decode.sh --gmm-dir; stdin and wav.scp pipes;
 bad input named; online CMVN as Kaldi's OnlineCmvn; the global CMVN stats train.sh writes."""
 from __future__ import annotations
 
@@ -65,10 +66,12 @@ def test_train_sh_saves_global_cmvn_stats_and_feature_conf(setup, kaldi_digits):
     assert (model / "conf/mfcc.conf").read_text() == (kaldi_digits / "conf/mfcc.conf").read_text()
 
 
-def _pipeline_hyps(work, repo_dir, env, graph, scp):
+def _pipeline_hyps(work, repo_dir, env, graph, scp, decode_opts=(), name="decode_wav"):
     """decode.sh's words at LMWT on the test audio: features made by make_mfcc.sh, CMVN stats
     per recording (each utterance its own speaker), lattices, score.sh at penalty 0."""
     data = work / "data_test_wav"
+    if (data / "cmvn.scp").is_file():  # (made by an earlier test of the module)
+        return _decoded_hyps(work, repo_dir, env, graph, data, decode_opts, name)
     data.mkdir()
     shutil.copy(scp, data / "wav.scp")
     keys = [line.split()[0] for line in scp.read_text().splitlines()]
@@ -77,17 +80,23 @@ def _pipeline_hyps(work, repo_dir, env, graph, scp):
     shutil.copy(Path(env["KALDI_DIGITS"]) / "data/test/text", data / "text")
     for cmd in (["steps/make_mfcc.sh", "--nj", "1", "--compress", "false", "--mfcc-config",
                  work / "exp/blstm/conf/mfcc.conf", data, work / "log", work / "mfcc"],
-                ["steps/compute_cmvn_stats.sh", data, work / "log", work / "mfcc"],
-                ["steps/nnet/decode.sh", "--nj", "1", "--srcdir", work / "exp/blstm",
-                 "--scoring-opts", f"--min-lmwt {LMWT} --max-lmwt {LMWT} --word-ins-penalty 0.0",
-                 graph, data, work / "exp/blstm/decode_wav"]):
+                ["steps/compute_cmvn_stats.sh", data, work / "log", work / "mfcc"]):
         p = run(["bash", repo_dir / cmd[0], *cmd[1:]], env, work, text=True)
         assert p.returncode == 0, p.stdout + p.stderr
+    return _decoded_hyps(work, repo_dir, env, graph, data, decode_opts, name)
+
+
+def _decoded_hyps(work, repo_dir, env, graph, data, decode_opts, name):
+    p = run(["bash", repo_dir / "steps/nnet/decode.sh", "--nj", "1", "--srcdir",
+             work / "exp/blstm", *decode_opts, "--scoring-opts",
+             f"--min-lmwt {LMWT} --max-lmwt {LMWT} --word-ins-penalty 0.0",
+             graph, data, work / "exp/blstm" / name], env, work, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
     words = {i: w for w, i in (line.split() for line in (graph / "words.txt").read_text()
                                .splitlines())}
     return {k: [words[i] for i in v] for k, *v in (
         line.split() for line in
-        (work / f"exp/blstm/decode_wav/scoring/{LMWT}.tra").read_text().splitlines())}
+        (work / f"exp/blstm/{name}/scoring/{LMWT}.tra").read_text().splitlines())}
 
 
 def _lines(text):
@@ -173,6 +182,44 @@ def test_words_and_ctm_match_the_decode_pipeline(setup, repo_dir, env_with_path,
     assert mbr == (work / "mbr.ctm").read_text()
     strip = lambda text: [c.split()[:5] for c in text.splitlines()]  # noqa: E731
     assert strip(mbr) == strip(kaldi_ctm)
+
+
+def test_gmm_dir_adds_the_gmms_loglikes_as_decode_sh(setup, repo_dir, env_with_path,
+                                                      kaldi_digits, tmp_path):
+    """--gmm-dir: the words of decode.sh --gmm-dir on the same audio (the GMM's own features
+    from the same MFCCs: per-recording CMVN, deltas; 0.5 each), through the step script too;
+    refused: --online, another tree, fMLLR transforms in the dir, a weight out of (0, 1]."""
+    work, model, graph, scp = setup
+    env = dict(env_with_path, KALDI_DIGITS=str(kaldi_digits))
+    gmm = kaldi_digits / "exp/mono_ali"
+    for weight in ("0.5", "1"):
+        want = _pipeline_hyps(work, repo_dir, env, graph, scp,
+                              ["--gmm-dir", gmm, "--gmm-weight", weight], f"decode_gmm{weight}")
+        p = transcribe(repo_dir, env, work, "--cmvn=utterance", f"--lm-weight={LMWT}",
+                       f"--gmm-dir={gmm}", f"--gmm-weight={weight}", "--wav-scp", scp, model,
+                       graph)
+        assert p.returncode == 0, p.stderr.decode()
+        assert _lines(p.stdout.decode()) == want and len(want) == 30
+        assert sum(len(v) for v in want.values()) >= 12
+    p = run(["bash", repo_dir / "steps/nnet/transcribe.sh", "--cmvn", "utterance", "--lm-weight",
+             LMWT, "--gmm-dir", gmm, "--gmm-weight", "1", "--wav-scp", scp, model, graph],
+            env_with_path, work)
+    assert p.returncode == 0 and _lines(p.stdout.decode()) == want, p.stderr.decode()[-2000:]
+    main = load_pybin("transcribe").main
+    wav = str(kaldi_digits / "digits_audio/test/theo_1/7.wav")
+    with pytest.raises(HybridAsrError, match="--gmm-dir: not with --online"):
+        main(["--online=true", f"--gmm-dir={gmm}", str(model), str(graph), wav])
+    with pytest.raises(HybridAsrError, match=r"--gmm-weight=0: give a number above 0"):
+        main(["--gmm-weight=0", f"--gmm-dir={gmm}", str(model), str(graph), wav])
+    other = tmp_path / "other"
+    shutil.copytree(gmm, other)
+    (other / "tree").write_bytes((other / "tree").read_bytes() + b" ")
+    with pytest.raises(HybridAsrError, match="its tree is not the network's"):
+        main([f"--gmm-dir={other}", str(model), str(graph), wav])
+    shutil.copy(gmm / "tree", other / "tree")
+    (other / "trans.1").write_bytes(b"")
+    with pytest.raises(HybridAsrError, match=r"holds fMLLR transforms \(trans\.\*\)"):
+        main([f"--gmm-dir={other}", str(model), str(graph), wav])
 
 
 def test_stdin_wav_scp_pipes_and_the_step_script(setup, repo_dir, env_with_path, kaldi_digits,

@@ -13,6 +13,10 @@ weight (``lattice-scale --inv-acoustic-scale=LMWT | lattice-best-path``, as scor
 the C++ lattice decoder the 1-best decoder gives the words at the decoding's acoustic scale
 and no CTM.
 
+With ``--gmm-dir`` (``use_gmm``) a Kaldi GMM of the network's tree scores the recording's
+frames too, from the same raw features through its own pipeline, and the decoder reads
+``(1 - w) x network + w x GMM`` (``hybridasr.decode.gmm_scorer``), as ``decode.sh --gmm-dir``.
+
 With an exported model (``export_model.py``: ``model`` the TorchScript module, ``meta`` its
 metadata) the module gives the log-likelihoods of the features after CMVN (transform, network,
 priors inside it), and nothing of ``hybridasr.models`` is imported.
@@ -232,6 +236,19 @@ class Transcriber:
         # a ConfidenceCalibration (hybridasr.decode.confidence_calibration) for the CTM's
         # confidences; None: the lattice posteriors as they are
         self.calibration = None
+        self.gmm = None  # a GmmScorer (use_gmm): its log-likelihoods added to the network's
+
+    def use_gmm(self, gmm_dir: str, weight: float) -> None:
+        """Adds ``gmm_dir``'s GMM log-likelihoods at ``weight`` (``hybridasr.decode.
+        gmm_scorer``): a frame model of a model dir only."""
+        from hybridasr.decode.gmm_scorer import GmmScorer
+
+        if self.exported or self.chain:
+            what = "an exported model" if self.exported else "a chain model"
+            raise ConfigError(f"--gmm-dir: {what} decodes alone (give the model dir of a "
+                              f"network of pdf priors)")
+        self.gmm = GmmScorer(gmm_dir, weight, self.md.path, self.num_pdfs,
+                             self.md.features.feature_dim)
 
     def _decoders(self, fst, max_ilabel, fst_path, want_ctm):
         from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
@@ -258,6 +275,10 @@ class Transcriber:
 
     # -- one recording ---------------------------------------------------------------
     def features(self, audio: Audio, source: str) -> np.ndarray:
+        """The network's features of a recording: the raw ones after its CMVN."""
+        return self.normalise(self.raw_features(audio, source))
+
+    def raw_features(self, audio: Audio, source: str) -> np.ndarray:
         opts = self.md.features
         if audio.rate != opts.sample_frequency:
             try:
@@ -275,6 +296,10 @@ class Transcriber:
         if len(feats) == 0:
             raise HybridAsrError(f"{source}: too short for one frame "
                                  f"({len(samples) / opts.sample_frequency:.3f}s)")
+        return feats
+
+    def normalise(self, feats: np.ndarray) -> np.ndarray:
+        """The model dir's CMVN (online, per recording, or none)."""
         norm_vars = self.transform.norm_vars
         if self.md.cmvn == "online":
             return online_cmvn(feats, self.md.global_stats, norm_vars)
@@ -321,7 +346,12 @@ class Transcriber:
     def transcribe(self, rec: Recording) -> Result:
         try:
             audio = read_audio(rec)
-            ll = self.loglikes(self.features(audio, rec.source))
+            raw = self.raw_features(audio, rec.source)
+            ll = self.loglikes(self.normalise(raw))
+            if self.gmm is not None:
+                ll = self.gmm.fuse(ll, self.gmm.loglikes(raw, self.md.global_stats,
+                                                         self.md.cmvn == "online"),
+                                   f"recording {rec.key}")
             ids, ctm = self.decode(rec.key, ll)
         except HybridAsrError as e:
             return Result(rec.key, error=str(e))

@@ -19,6 +19,8 @@ online=false        # true: streaming, each recording fed in pieces (transcribe.
 piece_seconds=0.1   # --online: seconds of audio a piece
 chunking=           # size:step windows of the network (default: the model's training
                     # chunking; transcribe.py --help)
+gmm_dir=            # a Kaldi GMM of the network's tree whose log-likelihoods are added (as
+gmm_weight=0.5      # decode.sh --gmm-dir; the recipe's decoding of a small dir), at this weight
 # End configuration section.
 
 echo "$0 $@" >&2  # Print the command line for logging (stdout is the transcript).
@@ -47,6 +49,8 @@ Options:
   --online true|false          # streaming, in --piece-seconds pieces (default: $online)
   --piece-seconds <float>      # (default: $piece_seconds)
   --chunking <size:step>       # the network's windows (default: the model's training chunking)
+  --gmm-dir <dir>              # add this GMM's log-likelihoods (the network's tree; not --online)
+  --gmm-weight <float>         # their weight, the network's 1 - it (default: $gmm_weight)
 USAGE
   exit 1
 fi
@@ -63,4 +67,5 @@ transcribe.py --acwt=$acwt --lm-weight=$lm_weight --word-ins-penalty=$word_ins_p
   --beam=$beam --lattice-beam=$lattice_beam --cmvn=$cmvn --device=$device \
   --online=$online --piece-seconds=$piece_seconds ${chunking:+--chunking=$chunking} \
   ${wav_scp:+--wav-scp="$wav_scp"} ${ctm:+--ctm="$ctm"} ${feat_config:+--feat-config="$feat_config"} \
+  ${gmm_dir:+--gmm-dir="$gmm_dir" --gmm-weight=$gmm_weight} \
   "$model_dir" "$graph_dir" "$@"
