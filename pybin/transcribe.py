@@ -127,6 +127,10 @@ def main(argv=None):
         t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
                         device=device)
     t.calibration = calibration
+    if online and t.si_pipeline is not None:
+        t.close()
+        raise ConfigError(f"--online: {args.model_dir} reads a SAT GMM's features (splice + "
+                          f"final.mat of {t.md.fmllr_gmm}): transcribe whole recordings")
     if args.gmm_dir:
         if online:
             t.close()

@@ -193,6 +193,11 @@ def build_exported(model_dir: str, prior_scale: float = 1.0, feat_config: str = 
     model, meta = load_model(nnet, "cpu")
     transform = FeatureTransform.from_dict(meta["transform"])
     md = load_model_dir(model_dir, feat_config, feat_type, "auto", transform.norm_means)
+    if md.fmllr_gmm is not None:
+        raise ConfigError(f"{model_dir} was trained on the fMLLR features of {md.fmllr_gmm}: "
+                          f"the exported module takes MFCCs after CMVN, not that GMM's "
+                          f"pipeline; transcribe.py with the model dir gives new audio its "
+                          f"speaker-independent features")
     num_pdfs = int(meta["num_pdfs"])
     tm = read_transition_model(md.mdl)
     if tm.num_pdfs != num_pdfs:

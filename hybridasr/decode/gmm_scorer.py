@@ -21,7 +21,24 @@ import numpy as np
 
 from hybridasr.errors import ConfigError, FormatError
 
-__all__ = ["GmmScorer"]
+__all__ = ["GmmScorer", "pipeline_features"]
+
+
+def pipeline_features(pipeline, raw: np.ndarray, global_stats: Optional[np.ndarray] = None,
+                      online: bool = False) -> np.ndarray:
+    """A GMM pipeline's features (``FmllrPipeline``, its transforms aside) of one recording's
+    raw features: CMVN as its ``cmvn_opts`` says (``online``: Kaldi's online CMVN from
+    ``global_stats``; else the recording's own stats, a speaker of one recording), then splice +
+    LDA or deltas."""
+    from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
+    from hybridasr.features.online_cmvn import online_cmvn
+
+    opts = pipeline.cmvn_opts
+    x = np.asarray(raw, dtype=np.float32)
+    if opts["norm_means"]:
+        x = (online_cmvn(x, global_stats, opts["norm_vars"]) if online else
+             apply_cmvn(x, accumulate_cmvn_stats(x), True, opts["norm_vars"]))
+    return pipeline.after_cmvn(x)
 
 
 class GmmScorer:
@@ -69,18 +86,10 @@ class GmmScorer:
 
     def loglikes(self, raw: np.ndarray, global_stats: Optional[np.ndarray],
                  online: bool) -> np.ndarray:
-        """The GMM's (frames x pdfs) log-likelihoods of one recording's raw features: CMVN
-        (``online``: Kaldi's online CMVN from ``global_stats``; else the recording's own
-        stats) as the GMM's ``cmvn_opts`` says, then its pipeline."""
-        from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
-        from hybridasr.features.online_cmvn import online_cmvn
-
-        opts = self.pipeline.cmvn_opts
-        x = np.asarray(raw, dtype=np.float32)
-        if opts["norm_means"]:
-            x = (online_cmvn(x, global_stats, opts["norm_vars"]) if online else
-                 apply_cmvn(x, accumulate_cmvn_stats(x), True, opts["norm_vars"]))
-        return self.gmm.log_likelihoods(self.pipeline.after_cmvn(x))
+        """The GMM's (frames x pdfs) log-likelihoods of one recording's raw features, through
+        its pipeline (``pipeline_features``)."""
+        return self.gmm.log_likelihoods(pipeline_features(self.pipeline, raw, global_stats,
+                                                          online))
 
     def fuse(self, network: np.ndarray, gmm: np.ndarray, what: str) -> np.ndarray:
         """``(1 - weight) * network + weight * gmm``; the shapes must agree."""

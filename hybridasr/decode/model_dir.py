@@ -2,7 +2,8 @@
 once: the network (``final.nnet``) with its feature transform, the transition model
 (``final.mdl``), the pdf counts (``ali_train_pdf.counts``), the feature settings the training
 features were computed with (``conf/mfcc.conf`` or ``conf/fbank.conf``, Kaldi's online model
-dirs' names) and the training set's global CMVN stats (``global_cmvn.stats``).
+dirs' names), the training set's global CMVN stats (``global_cmvn.stats``) and, for a network
+of a SAT GMM's fMLLR features, that GMM's dir (``fmllr_gmm``).
 
 A model dir from before ``global_cmvn.stats`` was written there: the stats are summed from the
 training data's ``cmvn.scp``, found through the model dir's own record of the training command
@@ -43,6 +44,7 @@ class ModelDir:
     cmvn: str                      # online | utterance | none: what transcribing does
     global_stats: Optional[np.ndarray]
     cmvn_source: str               # where the global stats came from (or why there are none)
+    fmllr_gmm: Optional[str] = None  # trained on this GMM dir's fMLLR features (fmllr_gmm)
 
 
 def read_feature_conf(path: str, kind: str = "") -> FeatureOptions:
@@ -155,4 +157,17 @@ def load_model_dir(path: str, feat_config: str = "", feat_type: str = "",
         else:
             cmvn = "online"
     return ModelDir(path, nnet, mdl, counts if os.path.isfile(counts) else None, features,
-                    conf, cmvn, stats, source)
+                    conf, cmvn, stats, source, read_fmllr_gmm(path))
+
+
+def read_fmllr_gmm(path: str) -> Optional[str]:
+    """The GMM dir named by ``<path>/fmllr_gmm`` (a network trained on that SAT GMM's fMLLR
+    features: ``steps/nnet/train.sh`` copies the recipe's record), or None."""
+    rec = os.path.join(path, "fmllr_gmm")
+    if not os.path.isfile(rec):
+        return None
+    with open(rec, encoding="utf-8") as f:
+        gmm = f.read().strip()
+    if not gmm:
+        raise FormatError(f"{rec} is empty (it names the GMM dir of the fMLLR features)")
+    return gmm

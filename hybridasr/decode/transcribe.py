@@ -201,6 +201,10 @@ class Transcriber:
                               + ": transcribe it whole (no --chunking, no --online)")
         self.num_pdfs = int(meta["num_pdfs"])
         feat_dim = model_dir.features.feature_dim
+        # a network of a SAT GMM's fMLLR features: that GMM's speaker-independent ones
+        self.si_pipeline = None if self.exported else si_pipeline_of(model_dir)
+        if self.si_pipeline is not None:
+            feat_dim = self.si_pipeline.after_cmvn(np.zeros((1, feat_dim), np.float32)).shape[1]
         if "input_dim" in meta and self.transform.output_dim(feat_dim) != int(meta["input_dim"]):
             raise ConfigError(f"{model_dir.feature_conf} gives {feat_dim}-dim features, "
                               f"{self.transform.output_dim(feat_dim)} network inputs; "
@@ -247,6 +251,10 @@ class Transcriber:
             what = "an exported model" if self.exported else "a chain model"
             raise ConfigError(f"--gmm-dir: {what} decodes alone (give the model dir of a "
                               f"network of pdf priors)")
+        if self.si_pipeline is not None:
+            raise ConfigError(f"--gmm-dir: {self.md.path} reads fMLLR features of "
+                              f"{self.md.fmllr_gmm}, which new audio does not have: it decodes "
+                              f"alone")
         self.gmm = GmmScorer(gmm_dir, weight, self.md.path, self.num_pdfs,
                              self.md.features.feature_dim)
 
@@ -299,7 +307,12 @@ class Transcriber:
         return feats
 
     def normalise(self, feats: np.ndarray) -> np.ndarray:
-        """The model dir's CMVN (online, per recording, or none)."""
+        """The model dir's CMVN (online, per recording, or none); for a network of fMLLR
+        features, the GMM's speaker-independent features instead (``si_pipeline_of``)."""
+        if self.si_pipeline is not None:
+            from hybridasr.decode.gmm_scorer import pipeline_features
+
+            return pipeline_features(self.si_pipeline, feats)
         norm_vars = self.transform.norm_vars
         if self.md.cmvn == "online":
             return online_cmvn(feats, self.md.global_stats, norm_vars)
@@ -370,6 +383,27 @@ class Transcriber:
     def close(self) -> None:
         if self.lattice_decoder is not None:
             self.lattice_decoder.close()
+
+
+def si_pipeline_of(model_dir: ModelDir):
+    """For a model dir of a network trained on a SAT GMM's fMLLR features (``fmllr_gmm``):
+    that GMM's pipeline without transforms (``FmllrPipeline``: its CMVN, splice + final.mat),
+    with a note, since new audio has no speaker transforms: the features the recipe decodes
+    a test set without transforms on. None for other model dirs."""
+    from hybridasr.features.fmllr import FmllrPipeline
+
+    gmm = model_dir.fmllr_gmm
+    if gmm is None:
+        return None
+    if not os.path.isdir(gmm):
+        raise FormatError(f"{model_dir.path} was trained on the fMLLR features of {gmm} "
+                          f"({os.path.join(model_dir.path, 'fmllr_gmm')}), which is not there: "
+                          f"its feature pipeline (cmvn_opts, splice_opts, final.mat) is needed")
+    log.warning("note: %s was trained on the fMLLR features of %s (speaker-adapted); new audio "
+                "has no speaker transforms, so it gets that GMM's speaker-independent features "
+                "(its CMVN per recording, splice, final.mat), as the recipe decodes a test set "
+                "without transforms: expect a worse WER than the recipe's", model_dir.path, gmm)
+    return FmllrPipeline.from_gmm_dir(gmm)
 
 
 def transcribe_all(t: Transcriber, recs: List[Recording], write_text: Callable[[str], None],

@@ -124,7 +124,8 @@ if [ "$node_rank" -eq 0 ]; then
   [ -f "$ali_tr/phones.txt" ] && cp "$ali_tr/phones.txt" "$dir/phones.txt"
   # what transcribing a lone recording needs (steps/nnet/transcribe.sh): the training set's
   # global CMVN stats (Kaldi's global_cmvn.stats) and the conf its features were made with
-  # (<data>/conf/, where Kaldi's make_mfcc.sh copies it, else the recipe's data/<type>.conf)
+  # (<data>/conf/, where Kaldi's make_mfcc.sh copies it, else the recipe's data/<type>.conf);
+  # for fMLLR features, the GMM dir whose pipeline made them (fmllr_gmm, beside the conf)
   if [ -f "$data_tr/cmvn.scp" ]; then
     global_cmvn_stats.py "scp:$data_tr/cmvn.scp" "$dir/global_cmvn.stats" 2>"$dir/log/global_cmvn.log" \
       || echo "$0: warning: no global CMVN stats from $data_tr/cmvn.scp (see $dir/log/global_cmvn.log)" >&2
@@ -132,7 +133,10 @@ if [ "$node_rank" -eq 0 ]; then
   for d in "$data_tr/conf" "$(dirname "$data_tr")"; do
     confs=(); for f in "$d"/{mfcc,fbank}.conf; do [ -f "$f" ] && confs+=("$f"); done
     [ ${#confs[@]} -eq 1 ] && { mkdir -p "$dir/conf"; cp "${confs[0]}" "$dir/conf/"; }
-    [ ${#confs[@]} -gt 0 ] && break
+    if [ ${#confs[@]} -gt 0 ]; then
+      rm -f "$dir/fmllr_gmm"; [ -f "$d/fmllr_gmm" ] && cp "$d/fmllr_gmm" "$dir/fmllr_gmm"
+      break
+    fi
   done
 fi
 

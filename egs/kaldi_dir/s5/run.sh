@@ -143,7 +143,7 @@ if run_stage 1; then
     for x in train test; do rm -f data/$x/feats.scp data/$x/cmvn.scp data/$x/utt2num_frames; done
     rm -rf data/train_sp  # (made from data/train's utterances with features)
   fi
-  [ $stage_status != done ] && rm -rf data/train_gmm data/test_gmm data/train/fmllr_from data/test/fmllr_from
+  [ $stage_status != done ] && rm -rf data/train_gmm data/test_gmm data/train/fmllr_from data/test/fmllr_from data/fmllr_gmm
   if [ $fmllr == true ]; then
     $localdir/make_fmllr_data.sh --nj $nj --use-kaldi-feats $use_kaldi_feats --mfcc-config "$feat_config" \
       "$kaldi_dir" $train $test $ali $graph $gmm_decode

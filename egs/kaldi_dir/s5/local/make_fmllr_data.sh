@@ -6,7 +6,9 @@
 # of the first decode dir beside <graph> covering its speakers (<gmm-decode> first; else <ali>'s
 # when they cover them, else none: the unadapted LDA+MLLT features, with a note); fake CMVN
 # stats on them, as nnet1 applies no per-speaker CMVN to fMLLR features. A set whose fMLLR
-# features are made (data/<set>/fmllr_from) is skipped.
+# features are made (data/<set>/fmllr_from) is skipped. data/fmllr_gmm names <ali> (beside
+# data/mfcc.conf; steps/nnet/train.sh copies both into the model dir): transcribing new audio,
+# which has no transforms, takes that GMM's speaker-independent features.
 
 # Begin configuration section.
 nj=2
@@ -81,3 +83,4 @@ for x in train test; do
   steps/compute_cmvn_stats.sh --fake true data/$x exp/make_fmllr/$x fmllr
   echo "${tdir:-none}" > data/$x/fmllr_from
 done
+echo "$kaldi_dir/$ali" > data/fmllr_gmm
