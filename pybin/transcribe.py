@@ -32,6 +32,12 @@ def get_parser():
                    help="a calibration of the CTM's confidences (the JSON file "
                         "train_confidence_calibration.py wrote); default: the lattice "
                         "posteriors as they are")
+    p.add_argument("--utt2spk", default="",
+                   help="a Kaldi utt2spk of the recordings' ids: the recordings of a speaker "
+                        "share CMVN stats (per-speaker apply-cmvn, as decode.sh) and, for a "
+                        "network of a SAT GMM's fMLLR features, an fMLLR transform estimated "
+                        "from all of them (decode_fmllr.sh); default: each recording its own "
+                        "speaker. Not with --online")
     p.add_argument("--gmm-dir", default="",
                    help="add the log-likelihoods of this Kaldi GMM of the network's tree "
                         "(final.mdl, tree; its own features from the model's: cmvn_opts, "
@@ -127,10 +133,22 @@ def main(argv=None):
         t = Transcriber(md, model, meta, args.graph_dir, opts, want_ctm=bool(args.ctm),
                         device=device)
     t.calibration = calibration
-    if online and t.si_pipeline is not None:
+    if online and t.sat is not None:
         t.close()
         raise ConfigError(f"--online: {args.model_dir} reads a SAT GMM's features (splice + "
                           f"final.mat of {t.md.fmllr_gmm}): transcribe whole recordings")
+    if args.utt2spk:
+        from hybridasr.kaldi.io.table import read_map
+
+        if online:
+            t.close()
+            raise ConfigError("--utt2spk: not with --online (a speaker's stats come from all "
+                              "of its recordings first)")
+        try:
+            t.use_speakers(recs, read_map(args.utt2spk))
+        except BaseException:
+            t.close()
+            raise
     if args.gmm_dir:
         if online:
             t.close()

@@ -222,6 +222,36 @@ def test_gmm_dir_adds_the_gmms_loglikes_as_decode_sh(setup, repo_dir, env_with_p
         main([f"--gmm-dir={other}", str(model), str(graph), wav])
 
 
+def test_utt2spk_gives_the_speakers_cmvn_as_decode_sh(setup, repo_dir, env_with_path,
+                                                        kaldi_digits, tmp_path):
+    """--utt2spk: the recordings of a speaker share its CMVN stats: the words of decode.sh on a
+    data dir of the same features with those speakers (compute_cmvn_stats.sh per speaker);
+    not with --online."""
+    work, model, graph, scp = setup
+    env = dict(env_with_path, KALDI_DIGITS=str(kaldi_digits))
+    _pipeline_hyps(work, repo_dir, env, graph, scp, (), "decode_wav_u")  # (the data dir)
+    data = work / "data_test_spk"
+    data.mkdir()
+    for name in ("wav.scp", "feats.scp", "text"):
+        shutil.copy(work / "data_test_wav" / name, data / name)
+    utt2spk = kaldi_digits / "data/test/utt2spk"
+    shutil.copy(utt2spk, data / "utt2spk")
+    shutil.copy(kaldi_digits / "data/test/spk2utt", data / "spk2utt")
+    assert len(set(utt2spk.read_text().split()[1::2])) < 30  # speakers of several recordings
+    p = run(["bash", repo_dir / "steps/compute_cmvn_stats.sh", data, work / "log",
+             work / "mfcc"], env, work, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    want = _decoded_hyps(work, repo_dir, env, graph, data, (), "decode_spk")
+    p = transcribe(repo_dir, env, work, f"--lm-weight={LMWT}", f"--utt2spk={utt2spk}",
+                   "--wav-scp", scp, model, graph)
+    assert p.returncode == 0, p.stderr.decode()
+    assert _lines(p.stdout.decode()) == want and len(want) == 30
+    main = load_pybin("transcribe").main
+    with pytest.raises(HybridAsrError, match="--utt2spk: not with --online"):
+        main(["--online=true", f"--utt2spk={utt2spk}", "--wav-scp", str(scp), str(model),
+              str(graph)])
+
+
 def test_stdin_wav_scp_pipes_and_the_step_script(setup, repo_dir, env_with_path, kaldi_digits,
                                                   capsys, monkeypatch):
     """The same audio as a file, on stdin and through a wav.scp pipe gives the same words

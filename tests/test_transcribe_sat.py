@@ -1,10 +1,12 @@
 """transcribe.py with a model dir of a network trained on a SAT GMM's fMLLR features (run.sh
 --fmllr: the model dir's ``fmllr_gmm`` names the GMM dir, kaldi_hindi_sat's tri3b_ali here):
-new audio has no speaker transforms, so its network input is that GMM's speaker-independent
-features (CMVN of the recording, splice, final.mat), the features make_fmllr_feats.sh writes
-without --transform-dir for a data dir where the recording is its own speaker; a note says so.
-What cannot follow is refused, naming why: --online, --gmm-dir, export_model.py, a missing GMM
-dir. (The network has random weights: the features and the plumbing are what is checked.)"""
+new audio has no speaker transforms, so each speaker (--utt2spk; else each recording) is
+adapted as Kaldi's decode_fmllr.sh does: the GMM's speaker-independent features (the
+speaker's CMVN, splice, final.mat: make_fmllr_feats.sh's without --transform-dir), then an
+fMLLR transform estimated from the GMM's own passes; a note says so. What cannot follow is
+refused, naming why: --online, --gmm-dir, export_model.py, a missing GMM dir, a recording
+without a speaker. (The network has random weights: the features and the plumbing are
+checked; docs/transcribe.md has the WERs of the recipe's network.)"""
 from __future__ import annotations
 
 import logging
@@ -47,11 +49,12 @@ def sat_model(shared_dir, tmp_path):
     return d, hindi / "exp/tri3b/graph", wavs
 
 
-def test_network_input_is_the_gmms_speaker_independent_features(sat_model, caplog):
+def test_network_input_is_the_adapted_features(sat_model, caplog):
     from hybridasr.decode.model_dir import load_model_dir
     from hybridasr.decode.transcribe import Recording, Transcriber, read_audio
     from hybridasr.features.cmvn import accumulate_cmvn_stats
-    from hybridasr.features.fmllr import FmllrPipeline
+    from hybridasr.features.fmllr import FmllrPipeline, apply_transform
+    from hybridasr.features.fmllr_estimate import FmllrAccs
     from hybridasr.models import load_model
 
     d, graph, wavs = sat_model
@@ -60,18 +63,38 @@ def test_network_input_is_the_gmms_speaker_independent_features(sat_model, caplo
     assert md.fmllr_gmm == str(graph.parent.parent / "tri3b_ali")
     with caplog.at_level(logging.WARNING):
         t = Transcriber(md, model, meta, str(graph))
-    assert "new audio has no speaker transforms" in caplog.text
+    assert "as Kaldi's decode_fmllr.sh" in caplog.text
     try:
-        audio = read_audio(Recording("r", str(wavs[0]), spec=str(wavs[0])))
-        raw = t.raw_features(audio, str(wavs[0]))
-        assert raw.shape[1] == 13
-        got = t.features(audio, str(wavs[0]))
-        # make_fmllr_feats.py's pipeline without transforms, the recording its own speaker
-        want = FmllrPipeline.from_gmm_dir(md.fmllr_gmm)(raw, accumulate_cmvn_stats(raw), "r")
-        assert got.shape == want.shape == (len(raw), 40)
-        np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+        recs = [Recording(w.stem, str(w), spec=str(w)) for w in wavs]
+        raws = [t.raw_features(read_audio(r), r.source) for r in recs]
+        assert raws[0].shape[1] == 13
+        # the speaker-independent part: make_fmllr_feats.py's pipeline without transforms
+        pipe = FmllrPipeline.from_gmm_dir(md.fmllr_gmm)
+        si = [pipe(x, accumulate_cmvn_stats(x), "r") for x in raws]
+        np.testing.assert_allclose(t.sat.si_features(raws[0], accumulate_cmvn_stats(raws[0])),
+                                   si[0], atol=1e-5, rtol=0)
+        # each recording its own speaker: its own transform, which moves the features
+        got = t.features(read_audio(recs[0]), recs[0].source)
+        W = t.sat.transform([si[0]], t._first_pass, "r")
+        np.testing.assert_allclose(got, apply_transform(si[0], W), atol=1e-4, rtol=0)
+        assert got.shape == (len(raws[0]), 40) and np.abs(got - si[0]).max() > 0.1
+        # a speaker of both: shared CMVN stats (their sum) and one transform
+        t.use_speakers(recs, {r.key: "pramod" for r in recs})
+        stats = accumulate_cmvn_stats(raws[1], accumulate_cmvn_stats(raws[0]))
+        np.testing.assert_allclose(t.spk_cmvn["pramod"], stats)
+        si2 = [pipe(x, stats, "pramod") for x in raws]
+        W2 = t.spk_transform["pramod"]
+        assert list(t.spk_transform) == ["pramod"] and not np.allclose(W2, W)
+        np.testing.assert_allclose(t.features(read_audio(recs[1]), recs[1].source),
+                                   apply_transform(si2[1], W2), atol=1e-4, rtol=0)
         ll = t.loglikes(got)
-        assert ll.shape == (len(raw), t.num_pdfs) and np.isfinite(ll).all()
+        assert ll.shape == (len(raws[0]), t.num_pdfs) and np.isfinite(ll).all()
+        # the transform beats the identity on its speaker's statistics (final.mdl's pass)
+        acc = FmllrAccs(t.sat.gmm)
+        for x in si2:
+            tids = np.asarray(t._first_pass(t.sat.gmm.log_likelihoods(x), 0.083333))
+            acc.accumulate(x, t.sat.tid2pdf[tids], np.ones(len(tids)))
+        assert acc.objective(W2) > acc.objective(np.hstack([np.eye(40), np.zeros((40, 1))]))
     finally:
         t.close()
 
@@ -83,7 +106,11 @@ def test_transcribe_runs_and_refuses_what_cannot_follow(sat_model, tmp_path, cap
         assert main([str(d), str(graph), *map(str, wavs)]) == 0
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == \
         ["2_3_0", "2_5_6"]
-    assert "speaker-independent features" in caplog.text
+    assert "decode_fmllr.sh" in caplog.text
+    (tmp_path / "utt2spk").write_text("2_3_0 pramod\n")
+    with pytest.raises(HybridAsrError, match="--utt2spk: no speaker for recording 2_5_6"):
+        main([f"--utt2spk={tmp_path / 'utt2spk'}", str(d), str(graph), *map(str, wavs)])
+
     with pytest.raises(HybridAsrError, match=r"--online: .* reads a SAT GMM's features"):
         main(["--online=true", "--chunking=40:20", str(d), str(graph), str(wavs[0])])
     with pytest.raises(HybridAsrError, match=r"--gmm-dir: .* reads fMLLR features"):

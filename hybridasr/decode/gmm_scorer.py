@@ -25,11 +25,14 @@ __all__ = ["GmmScorer", "pipeline_features"]
 
 
 def pipeline_features(pipeline, raw: np.ndarray, global_stats: Optional[np.ndarray] = None,
-                      online: bool = False) -> np.ndarray:
+                      online: bool = False, cmvn_stats: Optional[np.ndarray] = None
+                      ) -> np.ndarray:
     """A GMM pipeline's features (``FmllrPipeline``, its transforms aside) of one recording's
-    raw features: CMVN as its ``cmvn_opts`` says (``online``: Kaldi's online CMVN from
-    ``global_stats``; else the recording's own stats, a speaker of one recording), then splice +
-    LDA or deltas."""
+    raw features: CMVN as its ``cmvn_opts`` says (``cmvn_stats``: its speaker's; else
+    ``online``: Kaldi's online CMVN from ``global_stats``; else the recording's own stats, a
+    speaker of one recording), then splice + LDA or deltas."""
+    if cmvn_stats is not None:
+        return pipeline(raw, cmvn_stats, "")
     from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
     from hybridasr.features.online_cmvn import online_cmvn
 
@@ -84,12 +87,12 @@ class GmmScorer:
                               f"the GMM's pipeline give {dim or 'no'} dims, its final.mdl "
                               f"expects {self.gmm.dim}: not the features the GMM was trained on")
 
-    def loglikes(self, raw: np.ndarray, global_stats: Optional[np.ndarray],
-                 online: bool) -> np.ndarray:
+    def loglikes(self, raw: np.ndarray, global_stats: Optional[np.ndarray], online: bool,
+                 cmvn_stats: Optional[np.ndarray] = None) -> np.ndarray:
         """The GMM's (frames x pdfs) log-likelihoods of one recording's raw features, through
         its pipeline (``pipeline_features``)."""
         return self.gmm.log_likelihoods(pipeline_features(self.pipeline, raw, global_stats,
-                                                          online))
+                                                          online, cmvn_stats))
 
     def fuse(self, network: np.ndarray, gmm: np.ndarray, what: str) -> np.ndarray:
         """``(1 - weight) * network + weight * gmm``; the shapes must agree."""

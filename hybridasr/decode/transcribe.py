@@ -29,28 +29,28 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
-from hybridasr.decode.ctm import CtmWord, ctm_lines, lattice_ctm, read_word_boundary
+from hybridasr.decode.ctm import ctm_lines, lattice_ctm, read_word_boundary
 from hybridasr.decode.export import EXPORT_FORMAT, chain_of, run_exported
 from hybridasr.decode.forward import ChunkOptions
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.decode.lattice_best_path import best_path
 from hybridasr.decode.loglikes import scaled_loglikes
 from hybridasr.decode.model_dir import ModelDir
+from hybridasr.decode.recordings import Recording, Result, read_audio, recordings  # noqa: F401
+from hybridasr.decode.speaker_adapt import adapter_of
 from hybridasr.errors import ConfigError, FormatError, HybridAsrError
-from hybridasr.features.audio import Audio, decode_audio, read_extended_filename
+from hybridasr.features.audio import Audio
 from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
 from hybridasr.features.extractor import FeatureExtractor
 from hybridasr.features.make_feats import Resampler
 from hybridasr.features.online_cmvn import online_cmvn
 from hybridasr.features.transform import FeatureTransform
-from hybridasr.kaldi.io.table import iter_map_lines
 from hybridasr.options import option
 
 log = logging.getLogger(__name__)
@@ -92,78 +92,6 @@ class TranscribeOptions:
                                "else 120:40)")
 
 
-@dataclass
-class Recording:
-    key: str
-    source: str               # what messages name: the file, the wav.scp line, stdin
-    spec: Optional[str] = None  # a wav.scp value (path or "cmd |"); None: ``data``
-    data: Optional[bytes] = None
-
-
-@dataclass
-class Result:
-    key: str
-    words: List[str] = field(default_factory=list)
-    ctm: Optional[List[CtmWord]] = None
-    error: Optional[str] = None
-
-
-def recordings(paths: Iterable[str], wav_scp: str = "",
-               stdin=None) -> List[Recording]:
-    """The recordings named on the command line: files (id: the name without its extension),
-    ``-`` (wav bytes on stdin, id ``stdin``), and each line of ``wav_scp`` (id: its key)."""
-    out: List[Recording] = []
-    for p in paths:
-        if p == "-":
-            data = (stdin or sys.stdin.buffer).read()
-            out.append(Recording("stdin", "stdin", data=data))
-        else:
-            key = os.path.splitext(os.path.basename(p))[0]
-            out.append(Recording(key, p, spec=p))
-    if wav_scp:
-        if not os.path.isfile(wav_scp):
-            raise FormatError(f"no such wav.scp: {wav_scp}")
-        for lineno, key, value in iter_map_lines(wav_scp):
-            out.append(Recording(key, f"{wav_scp}:{lineno} ({value})", spec=value))
-    seen = {}
-    for r in out:
-        if r.key in seen:
-            raise ConfigError(f"two recordings with the id {r.key!r}: {seen[r.key]} and "
-                              f"{r.source} (give them in a wav.scp with keys of their own)")
-        seen[r.key] = r.source
-    if not out:
-        raise ConfigError("no audio given: file paths, - (stdin) or --wav-scp FILE")
-    return out
-
-
-def read_audio(rec: Recording) -> Audio:
-    """Mono samples; HybridAsrError naming the file when it is empty or not audio."""
-    if rec.data is not None:
-        if not rec.data:
-            raise HybridAsrError(f"{rec.source}: empty input (no bytes)")
-        try:
-            samples, rate = decode_audio(rec.data, rec.source)
-        except OSError as e:
-            raise HybridAsrError(f"{rec.source}: not audio ({e})") from None
-    else:
-        spec = rec.spec.strip()
-        if not spec.endswith("|"):
-            if not os.path.exists(spec):
-                raise HybridAsrError(f"{rec.source}: no such file")
-            if os.path.isfile(spec) and os.path.getsize(spec) == 0:
-                raise HybridAsrError(f"{rec.source}: empty file")
-        try:
-            samples, rate = read_extended_filename(spec)
-        except OSError as e:
-            raise HybridAsrError(f"{rec.source}: not audio ({e})") from None
-    if samples.shape[0] == 0:
-        raise HybridAsrError(f"{rec.source}: the audio has no samples")
-    if samples.shape[1] > 1:
-        log.warning("%s: %d channels: using channel 0 (as compute-mfcc-feats --channel=-1)",
-                    rec.source, samples.shape[1])
-    return Audio(rec.key, samples[:, 0], rate)
-
-
 def chunk_options_of(chunking: str) -> ChunkOptions:
     """``--chunking=size:step`` as the windows of ``model_logits`` (empty: whole
     recordings)."""
@@ -201,10 +129,10 @@ class Transcriber:
                               + ": transcribe it whole (no --chunking, no --online)")
         self.num_pdfs = int(meta["num_pdfs"])
         feat_dim = model_dir.features.feature_dim
-        # a network of a SAT GMM's fMLLR features: that GMM's speaker-independent ones
-        self.si_pipeline = None if self.exported else si_pipeline_of(model_dir)
-        if self.si_pipeline is not None:
-            feat_dim = self.si_pipeline.after_cmvn(np.zeros((1, feat_dim), np.float32)).shape[1]
+        # a network of a SAT GMM's fMLLR features: the recording adapted as decode_fmllr.sh
+        self.sat = None if self.exported else adapter_of(model_dir, graph_dir)
+        if self.sat is not None:
+            feat_dim = self.sat.output_dim(feat_dim)
         if "input_dim" in meta and self.transform.output_dim(feat_dim) != int(meta["input_dim"]):
             raise ConfigError(f"{model_dir.feature_conf} gives {feat_dim}-dim features, "
                               f"{self.transform.output_dim(feat_dim)} network inputs; "
@@ -241,6 +169,39 @@ class Transcriber:
         # confidences; None: the lattice posteriors as they are
         self.calibration = None
         self.gmm = None  # a GmmScorer (use_gmm): its log-likelihoods added to the network's
+        # use_speakers: recording -> speaker; each speaker's CMVN stats (and fMLLR transform)
+        self.utt2spk: Optional[Dict[str, str]] = None
+        self.spk_cmvn: Dict[str, np.ndarray] = {}
+        self.spk_transform: Dict[str, np.ndarray] = {}
+
+    def use_speakers(self, recs: List["Recording"], utt2spk: Dict[str, str]) -> None:
+        """The recordings of a speaker share CMVN stats (Kaldi's per-speaker ``apply-cmvn``,
+        as ``decode.sh`` on a data dir) and, for a network of SAT fMLLR features, an fMLLR
+        transform (``hybridasr.decode.speaker_adapt``): computed here from all of them, before
+        any is transcribed. A recording that cannot be read is left out (reported when it is
+        transcribed); one without a speaker is an error."""
+        missing = [r.key for r in recs if r.key not in utt2spk]
+        if missing:
+            raise ConfigError(f"--utt2spk: no speaker for recording {missing[0]} "
+                              f"({len(missing)} of {len(recs)} without one)")
+        self.utt2spk = dict(utt2spk)
+        raws: Dict[str, np.ndarray] = {}
+        for r in recs:
+            try:
+                raws[r.key] = self.raw_features(read_audio(r), r.source)
+            except HybridAsrError:
+                continue
+        for key, x in raws.items():
+            spk = utt2spk[key]
+            self.spk_cmvn[spk] = accumulate_cmvn_stats(x, self.spk_cmvn.get(spk))
+        if self.sat is not None:
+            by_spk: Dict[str, List[np.ndarray]] = {}
+            for key, x in raws.items():
+                spk = utt2spk[key]
+                by_spk.setdefault(spk, []).append(self.sat.si_features(x, self.spk_cmvn[spk]))
+            for spk, feats in by_spk.items():
+                self.spk_transform[spk] = self.sat.transform(feats, self._first_pass,
+                                                             f"speaker {spk}")
 
     def use_gmm(self, gmm_dir: str, weight: float) -> None:
         """Adds ``gmm_dir``'s GMM log-likelihoods at ``weight`` (``hybridasr.decode.
@@ -251,7 +212,7 @@ class Transcriber:
             what = "an exported model" if self.exported else "a chain model"
             raise ConfigError(f"--gmm-dir: {what} decodes alone (give the model dir of a "
                               f"network of pdf priors)")
-        if self.si_pipeline is not None:
+        if self.sat is not None:
             raise ConfigError(f"--gmm-dir: {self.md.path} reads fMLLR features of "
                               f"{self.md.fmllr_gmm}, which new audio does not have: it decodes "
                               f"alone")
@@ -284,7 +245,7 @@ class Transcriber:
     # -- one recording ---------------------------------------------------------------
     def features(self, audio: Audio, source: str) -> np.ndarray:
         """The network's features of a recording: the raw ones after its CMVN."""
-        return self.normalise(self.raw_features(audio, source))
+        return self.normalise(self.raw_features(audio, source), audio.key)
 
     def raw_features(self, audio: Audio, source: str) -> np.ndarray:
         opts = self.md.features
@@ -306,19 +267,35 @@ class Transcriber:
                                  f"({len(samples) / opts.sample_frequency:.3f}s)")
         return feats
 
-    def normalise(self, feats: np.ndarray) -> np.ndarray:
+    def normalise(self, feats: np.ndarray, key: str = "") -> np.ndarray:
         """The model dir's CMVN (online, per recording, or none); for a network of fMLLR
-        features, the GMM's speaker-independent features instead (``si_pipeline_of``)."""
-        if self.si_pipeline is not None:
-            from hybridasr.decode.gmm_scorer import pipeline_features
+        features, the recording's own fMLLR features instead (``sat_adapter_of``)."""
+        spk = self.utt2spk.get(key) if self.utt2spk is not None else None
+        if self.sat is not None:
+            from hybridasr.features.fmllr import apply_transform
 
-            return pipeline_features(self.si_pipeline, feats)
+            si = self.sat.si_features(feats, self.spk_cmvn[spk] if spk is not None else
+                                      accumulate_cmvn_stats(feats))
+            w = (self.spk_transform[spk] if spk is not None else
+                 self.sat.transform([si], self._first_pass, f"recording {key}"))
+            return apply_transform(si, w, f"the fMLLR transform of {spk or key}")
         norm_vars = self.transform.norm_vars
+        if spk is not None and self.md.cmvn != "none":
+            return apply_cmvn(feats, self.spk_cmvn[spk], True, norm_vars)
         if self.md.cmvn == "online":
             return online_cmvn(feats, self.md.global_stats, norm_vars)
         if self.md.cmvn == "utterance":
             return apply_cmvn(feats, accumulate_cmvn_stats(feats), True, norm_vars)
         return feats
+
+    def _first_pass(self, loglikes: np.ndarray, acwt: float) -> Optional[List[int]]:
+        """The best path's transition-ids of a GMM's log-likelihoods (None: no path)."""
+        if self.lattice_decoder is None:
+            r = self.decoder.decode(loglikes, acwt)
+            return list(r.alignment) if r.ok else None
+        r = self.lattice_decoder.decode(loglikes, acwt)
+        bp = best_path(r.lattice, 1.0, acwt) if r.ok else None
+        return list(bp.tids) if bp else None
 
     def loglikes(self, feats: np.ndarray) -> np.ndarray:
         """Decoding's log-likelihoods: a frame model's (log-softmax minus scaled log-priors) at
@@ -360,11 +337,12 @@ class Transcriber:
         try:
             audio = read_audio(rec)
             raw = self.raw_features(audio, rec.source)
-            ll = self.loglikes(self.normalise(raw))
+            ll = self.loglikes(self.normalise(raw, rec.key))
             if self.gmm is not None:
-                ll = self.gmm.fuse(ll, self.gmm.loglikes(raw, self.md.global_stats,
-                                                         self.md.cmvn == "online"),
-                                   f"recording {rec.key}")
+                spk = self.utt2spk.get(rec.key) if self.utt2spk is not None else None
+                ll = self.gmm.fuse(ll, self.gmm.loglikes(
+                    raw, self.md.global_stats, self.md.cmvn == "online",
+                    self.spk_cmvn[spk] if spk is not None else None), f"recording {rec.key}")
             ids, ctm = self.decode(rec.key, ll)
         except HybridAsrError as e:
             return Result(rec.key, error=str(e))
@@ -383,27 +361,6 @@ class Transcriber:
     def close(self) -> None:
         if self.lattice_decoder is not None:
             self.lattice_decoder.close()
-
-
-def si_pipeline_of(model_dir: ModelDir):
-    """For a model dir of a network trained on a SAT GMM's fMLLR features (``fmllr_gmm``):
-    that GMM's pipeline without transforms (``FmllrPipeline``: its CMVN, splice + final.mat),
-    with a note, since new audio has no speaker transforms: the features the recipe decodes
-    a test set without transforms on. None for other model dirs."""
-    from hybridasr.features.fmllr import FmllrPipeline
-
-    gmm = model_dir.fmllr_gmm
-    if gmm is None:
-        return None
-    if not os.path.isdir(gmm):
-        raise FormatError(f"{model_dir.path} was trained on the fMLLR features of {gmm} "
-                          f"({os.path.join(model_dir.path, 'fmllr_gmm')}), which is not there: "
-                          f"its feature pipeline (cmvn_opts, splice_opts, final.mat) is needed")
-    log.warning("note: %s was trained on the fMLLR features of %s (speaker-adapted); new audio "
-                "has no speaker transforms, so it gets that GMM's speaker-independent features "
-                "(its CMVN per recording, splice, final.mat), as the recipe decodes a test set "
-                "without transforms: expect a worse WER than the recipe's", model_dir.path, gmm)
-    return FmllrPipeline.from_gmm_dir(gmm)
 
 
 def transcribe_all(t: Transcriber, recs: List[Recording], write_text: Callable[[str], None],

@@ -6,6 +6,7 @@
 
 # Begin configuration section.
 wav_scp=            # a wav.scp (paths or "cmd |" entries) besides or instead of the files
+utt2spk=            # the recordings' speakers: shared CMVN stats (and fMLLR transforms)
 ctm=                # write a CTM (<id> 1 <start> <dur> <word> <conf>) here
 acwt=0.10           # acoustic scale of the search (decode.sh's)
 lm_weight=10        # LM weight of the best path (scoring's LMWT; 10 = 1/acwt: the search's)
@@ -39,6 +40,7 @@ Usage: $0 [options] <model-dir> <graph-dir> [<audio>|- ...]
  e.g.: sox in.mp3 -t wav - | $0 exp/blstm exp/mono/graph -
 Options:
   --wav-scp <file>             # recordings of a wav.scp (id: its key)
+  --utt2spk <file>             # their speakers (CMVN per speaker; a SAT network's fMLLR)
   --ctm <file>                 # word times and confidences
   --acwt <float>               # acoustic scale (default: $acwt)
   --lm-weight <float>          # LM weight of the best path (default: $lm_weight)
@@ -66,6 +68,6 @@ done
 transcribe.py --acwt=$acwt --lm-weight=$lm_weight --word-ins-penalty=$word_ins_penalty \
   --beam=$beam --lattice-beam=$lattice_beam --cmvn=$cmvn --device=$device \
   --online=$online --piece-seconds=$piece_seconds ${chunking:+--chunking=$chunking} \
-  ${wav_scp:+--wav-scp="$wav_scp"} ${ctm:+--ctm="$ctm"} ${feat_config:+--feat-config="$feat_config"} \
+  ${wav_scp:+--wav-scp="$wav_scp"} ${utt2spk:+--utt2spk="$utt2spk"} ${ctm:+--ctm="$ctm"} ${feat_config:+--feat-config="$feat_config"} \
   ${gmm_dir:+--gmm-dir="$gmm_dir" --gmm-weight=$gmm_weight} \
   "$model_dir" "$graph_dir" "$@"

@@ -1,0 +1,120 @@
+"""fMLLR features of new recordings for a network trained on a SAT GMM's fMLLR features (the
+model dir's ``fmllr_gmm``), as Kaldi's ``steps/decode_fmllr.sh`` adapts a speaker it has not
+seen. Per speaker (``transcribe.py --utt2spk``; else each recording its own): the GMM's
+speaker-independent features (CMVN with the speaker's stats as its ``cmvn_opts`` says, splice,
+``final.mat``); a first pass with its speaker-independent model (``final.alimdl``, else
+``final.mdl``) at Kaldi's GMM acoustic scale 1/12 on the graph, whose best paths give each
+frame its pdf; silence frames weighted 0.01 (``weight-silence-post``, the graph dir's
+``phones/silence.csl``); an fMLLR transform of ``final.mdl`` estimated from those frames
+(``hybridasr.features.fmllr_estimate``, ``gmm-est-fmllr --fmllr-update-type=full``); then
+decode_fmllr.sh's second estimate, from ``final.mdl``'s best paths on the features so adapted,
+composed with the first. A recording whose pass finds no path is left out of the statistics
+with a warning; below Kaldi's min count of 20 frames a transform is the identity.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from hybridasr.errors import FormatError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SpeakerAdapter", "adapter_of", "FIRST_PASS_ACWT", "SILENCE_WEIGHT"]
+
+FIRST_PASS_ACWT = 0.083333  # decode_fmllr.sh's --acwt (a GMM's 1/12)
+SILENCE_WEIGHT = 0.01       # decode_fmllr.sh's --silence-weight
+
+
+class SpeakerAdapter:
+    """A SAT GMM dir's pipeline and models, and the graph dir's silence phones."""
+
+    def __init__(self, gmm_dir: str, graph_dir: str, tm):
+        """``tm``: the network's transition model (the graph's transition-ids)."""
+        from hybridasr.features.fmllr import FmllrPipeline
+        from hybridasr.kaldi.gmm_model import read_gmm_model
+        from hybridasr.kaldi.io.table import parse_csl
+
+        if not os.path.isdir(gmm_dir):
+            raise FormatError(f"no such GMM dir {gmm_dir}: its feature pipeline (cmvn_opts, "
+                              f"splice_opts, final.mat) and models are needed")
+        self.gmm_dir = gmm_dir
+        self.pipeline = FmllrPipeline.from_gmm_dir(gmm_dir)
+        alimdl = os.path.join(gmm_dir, "final.alimdl")
+        mdl = os.path.join(gmm_dir, "final.mdl")
+        _, self.gmm = read_gmm_model(mdl)
+        _, self.si_gmm = read_gmm_model(alimdl if os.path.isfile(alimdl) else mdl)
+        for name, g in (("final.mdl", self.gmm), ("its first-pass model", self.si_gmm)):
+            if g.num_pdfs != tm.num_pdfs:
+                raise FormatError(f"{gmm_dir}: {name} has {g.num_pdfs} pdfs, the network "
+                                  f"{tm.num_pdfs}")
+        csl = os.path.join(graph_dir, "phones", "silence.csl")
+        silence: List[int] = []
+        if os.path.isfile(csl):
+            with open(csl, encoding="utf-8") as f:
+                silence = parse_csl(f.read().strip(), csl)
+        else:
+            log.warning("note: %s missing: no frame of the first pass is weighted down as "
+                        "silence in the fMLLR statistics", csl)
+        self.tid2pdf = np.asarray(tm.tid2pdf)
+        self.is_silence_tid = np.isin(tm.tid2phone, silence)
+
+    def output_dim(self, raw_dim: int) -> int:
+        return self.pipeline.after_cmvn(np.zeros((1, raw_dim), np.float32)).shape[1]
+
+    def si_features(self, raw: np.ndarray, cmvn_stats: np.ndarray) -> np.ndarray:
+        """The speaker-independent features: CMVN with the speaker's stats as the GMM's
+        ``cmvn_opts`` says, then splice + ``final.mat``."""
+        return self.pipeline(raw, cmvn_stats, "")
+
+    def _stats(self, model, feats: List[np.ndarray], first_pass, what: str):
+        from hybridasr.features.fmllr_estimate import FmllrAccs
+
+        acc = FmllrAccs(self.gmm)
+        for x in feats:
+            tids = first_pass(model.log_likelihoods(x), FIRST_PASS_ACWT)
+            if not tids or len(tids) != len(x):
+                log.warning("%s: a recording's %s pass found no path: left out of its fMLLR "
+                            "statistics", what, "first" if model is self.si_gmm else "second")
+                continue
+            tids = np.asarray(tids)
+            acc.accumulate(x, self.tid2pdf[tids],
+                           np.where(self.is_silence_tid[tids], SILENCE_WEIGHT, 1.0))
+        return acc
+
+    def transform(self, feats: List[np.ndarray], first_pass: Callable[[np.ndarray, float],
+                                                                       Optional[List[int]]],
+                  what: str) -> np.ndarray:
+        """The fMLLR transform ``[A b]`` of one speaker from the speaker-independent features
+        of its recordings, as decode_fmllr.sh's two estimates: from the speaker-independent
+        model's best paths, then from ``final.mdl``'s on the features so adapted, composed.
+        ``first_pass(loglikes, acwt)`` gives a best path's transition-ids (None: no path)."""
+        from hybridasr.features.fmllr import apply_transform
+
+        w1 = self._stats(self.si_gmm, feats, first_pass, what).estimate()
+        adapted = [apply_transform(x, w1) for x in feats]
+        w2 = self._stats(self.gmm, adapted, first_pass, what).estimate()
+        a2, b2 = w2[:, :-1], w2[:, -1]
+        return np.hstack([a2 @ w1[:, :-1], (a2 @ w1[:, -1] + b2)[:, None]])
+
+
+def adapter_of(model_dir, graph_dir: str) -> Optional["SpeakerAdapter"]:
+    """For a model dir of a network trained on a SAT GMM's fMLLR features (``fmllr_gmm``): a
+    ``SpeakerAdapter``, with a note; None for others."""
+    from hybridasr.kaldi.transition_model import read_transition_model
+
+    gmm = model_dir.fmllr_gmm
+    if gmm is None:
+        return None
+    if not os.path.isdir(gmm):
+        raise FormatError(f"{model_dir.path} was trained on the fMLLR features of {gmm} "
+                          f"({os.path.join(model_dir.path, 'fmllr_gmm')}), which is not there: "
+                          f"its feature pipeline and models are needed")
+    log.warning("note: %s was trained on the fMLLR features of %s (speaker-adapted): each "
+                "recording is adapted as its own speaker, as Kaldi's decode_fmllr.sh (a "
+                "first pass with the speaker-independent GMM, an fMLLR transform from it)",
+                model_dir.path, gmm)
+    return SpeakerAdapter(gmm, graph_dir, read_transition_model(model_dir.mdl))
