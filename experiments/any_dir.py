@@ -71,6 +71,11 @@ CASES: Dict[str, dict] = {
         args=["--ali", "exp/tri3b_ali", "--graph", "exp/tri3b/graph"],
         shape="real kaldi_hindi_sat: 16 kHz, 80 of 120 wavs stereo; best GMM speaker-adapted "
               "(tri3b, SAT: fMLLR transforms)"),
+    "hindi_sat_no_test_trans": dict(
+        src="kaldi_hindi_sat", build=shapes.without_test_decodes_copy,
+        args=["--ali", "exp/tri3b_ali", "--graph", "exp/tri3b/graph"],
+        shape="kaldi_hindi_sat without exp/tri3b/decode*: no fMLLR transforms of the test "
+              "speakers (the recipe estimates them, as Kaldi's decode_fmllr.sh)"),
     "digits_no_rate": dict(
         src="kaldi_digits", build=shapes.no_rate_copy,
         args=["--ali", "exp/mono_ali", "--graph", "exp/mono/graph"],

@@ -184,6 +184,13 @@ def replicated_copy(src: Path, dst: Path, copies: int = 10, ali: str = "exp/mono
     return dst
 
 
+def without_test_decodes_copy(src: Path, dst: Path) -> Path:
+    """``src`` (kaldi_hindi_sat) without the SAT system's decode dirs (``exp/tri3b/decode``,
+    ``decode.si``): no fMLLR transforms of the test speakers anywhere, as for a test set that
+    Kaldi never decoded."""
+    return linked_copy(src, dst, ["exp/tri3b/decode", "exp/tri3b/decode.si"])
+
+
 def dict_only_copy(src: Path, dst: Path, lang: str = "data/lang") -> Path:
     """``src`` without ``lang``: a GMM dir whose only lexicon is ``data/local/dict``."""
     return linked_copy(src, dst, [lang])

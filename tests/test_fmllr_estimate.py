@@ -4,7 +4,9 @@ exp/tri3b_ali's alignment (silence left out, as align_fmllr.sh's weight-silence-
 the speaker-independent features of final.mat, the transform beats both the identity and
 Kaldi's own trans.* on the auxiliary function it maximises, sits at a maximum of it, and moves
 the features most of the way to Kaldi's (whose statistics came from the first-pass alignment,
-not this one)."""
+not this one). estimate_fmllr.py (decode_fmllr.sh's estimate, the recipe's transforms of a
+test set that has none) on the test speakers: transforms that bring the features toward those
+of Kaldi's own decode dir's trans.*."""
 from __future__ import annotations
 
 import kaldiio
@@ -75,3 +77,36 @@ def test_too_few_frames_keep_the_identity(speakers):
     np.testing.assert_array_equal(W, np.hstack([np.eye(40), np.zeros((40, 1))]))
     with pytest.raises(Exception, match="pdf outside"):
         small.accumulate(feats[0][:2], np.array([0, acc.gmm.num_pdfs]), np.ones(2))
+
+
+def test_estimate_fmllr_py_on_the_test_speakers(shared_dir, tmp_path):
+    from train_helpers import load_pybin
+
+    h = shared_dir / "data" / "kaldi_hindi_sat"
+    data = tmp_path / "test"
+    data.mkdir()
+    for f in (h / "data/test").iterdir():
+        if f.is_file():
+            text = f.read_text()
+            if f.name in ("feats.scp", "cmvn.scp"):
+                text = text.replace(" mfcc/", f" {h}/mfcc/")
+            (data / f.name).write_text(text)
+    out = tmp_path / "trans.1"
+    assert load_pybin("estimate_fmllr").main([str(h / "exp/tri3b_ali"), str(h / "exp/tri3b/graph"),
+                                              str(data), f"ark:{out}"]) == 0
+    ours = {k: np.asarray(v) for k, v in kaldiio.load_ark(str(out))}
+    theirs = {}
+    for f in sorted((h / "exp/tri3b/decode").glob("trans.*")):
+        theirs.update((k, np.asarray(v)) for k, v in kaldiio.load_ark(str(f)))
+    assert sorted(ours) == sorted(theirs) == ["pramod", "srihari"]
+    pipe = FmllrPipeline.from_gmm_dir(str(h / "exp/tri3b_ali"))
+    u2s = read_map(str(data / "utt2spk"))
+    cmvn = read_map(str(data / "cmvn.scp"))
+    for spk in ours:
+        assert ours[spk].shape == (40, 41)
+        x = np.concatenate([pipe(m, kaldiio.load_mat(cmvn[spk]), spk) for u, m in
+                            iter_feature_scp(str(data / "feats.scp")) if u2s[u] == spk])
+        want = apply_transform(x, theirs[spk])
+        rel = np.sqrt(((apply_transform(x, ours[spk]) - want) ** 2).mean() / (want ** 2).mean())
+        rel_identity = np.sqrt(((x - want) ** 2).mean() / (want ** 2).mean())
+        assert rel < 0.75 * rel_identity, (spk, rel, rel_identity)

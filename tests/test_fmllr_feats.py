@@ -133,10 +133,9 @@ def test_test_set_transform_dir_choice_and_fallback(hindi, tmp_path):
     assert "no transform for 1 of 2 speakers (e.g. srihari)" in notes[0]
 
 
-def test_fallback_without_transforms_is_the_lda_mllt_features(hindi, tmp_path, env_with_path,
-                                                               repo_dir):
+def test_without_transforms_the_lda_mllt_features(hindi, tmp_path, env_with_path, repo_dir):
     """make_fmllr_feats.sh without --transform-dir: the speaker-independent LDA+MLLT features
-    (the recipe's fallback for a test set with no transforms)."""
+    (what estimate_fmllr.py's first pass reads where a test set has no transforms)."""
     src = _data_copy(hindi, "test", tmp_path / "src")
     _run([str(repo_dir / "steps/nnet/make_fmllr_feats.sh"), "--nj", "1", "out", "src",
           str(hindi / "exp/tri3b"), "log", "fea"], env_with_path, tmp_path)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -23,7 +23,8 @@ from hybridasr.errors import FormatError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SpeakerAdapter", "adapter_of", "FIRST_PASS_ACWT", "SILENCE_WEIGHT"]
+__all__ = ["SpeakerAdapter", "adapter_of", "estimate_data_dir", "FIRST_PASS_ACWT",
+           "SILENCE_WEIGHT"]
 
 FIRST_PASS_ACWT = 0.083333  # decode_fmllr.sh's --acwt (a GMM's 1/12)
 SILENCE_WEIGHT = 0.01       # decode_fmllr.sh's --silence-weight
@@ -118,3 +119,38 @@ def adapter_of(model_dir, graph_dir: str) -> Optional["SpeakerAdapter"]:
                 "first pass with the speaker-independent GMM, an fMLLR transform from it)",
                 model_dir.path, gmm)
     return SpeakerAdapter(gmm, graph_dir, read_transition_model(model_dir.mdl))
+
+
+def estimate_data_dir(gmm_dir: str, graph_dir: str, data_dir: str, beam: float = 13.0,
+                      max_active: int = 7000) -> Dict[str, np.ndarray]:
+    """{speaker: fMLLR transform} of a data dir's speakers (its raw ``feats.scp``, per-speaker
+    ``cmvn.scp``, ``utt2spk``), as Kaldi's ``steps/decode_fmllr.sh`` estimates them before its
+    final pass: ``SpeakerAdapter.transform`` over each speaker's utterances, the passes on
+    ``graph_dir`` with the 1-best decoder (``decode-faster-mapped``). Utterances without a
+    speaker or CMVN stats are skipped with a warning (``PipelineFeatures``)."""
+    from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+    from hybridasr.decode.graph import load_model_and_graph
+    from hybridasr.features.fmllr import PipelineFeatures
+    from hybridasr.kaldi.io.table import read_map
+
+    fst_path = os.path.join(graph_dir, "HCLG.fst")
+    tm, fst, max_ilabel = load_model_and_graph(os.path.join(gmm_dir, "final.mdl"), fst_path)
+    adapter = SpeakerAdapter(gmm_dir, graph_dir, tm)
+    decoder = MappedDecoder(fst, tm.tid2pdf, tm.num_pdfs,
+                            DecodeOptions(beam=beam, max_active=max_active), max_ilabel,
+                            fst_path=fst_path)
+
+    def best_path(loglikes: np.ndarray, acwt: float) -> Optional[List[int]]:
+        r = decoder.decode(loglikes, acwt)
+        return list(r.alignment) if r.ok else None
+
+    u2s = read_map(os.path.join(data_dir, "utt2spk"))
+    by_spk: Dict[str, List[np.ndarray]] = {}
+    for utt, x in PipelineFeatures(adapter.pipeline, os.path.join(data_dir, "feats.scp"),
+                                   os.path.join(data_dir, "cmvn.scp"),
+                                   os.path.join(data_dir, "utt2spk")):
+        by_spk.setdefault(u2s[utt], []).append(x)
+    if not by_spk:
+        raise FormatError(f"{data_dir}: no utterance to estimate fMLLR transforms from")
+    return {spk: adapter.transform(feats, best_path, f"speaker {spk}")
+            for spk, feats in by_spk.items()}

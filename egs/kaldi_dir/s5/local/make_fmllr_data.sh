@@ -3,12 +3,13 @@
 # (nnet1's steps/nnet/make_fmllr_feats.sh), made from the GMM's own features in data/<set>_gmm
 # (the Kaldi dir's feats.scp with --use-kaldi-feats true, else MFCC computed with --mfcc-config)
 # with <ali>'s cmvn_opts, splice_opts, final.mat and trans.*: <ali>'s for train, for test those
-# of the first decode dir beside <graph> covering its speakers (<gmm-decode> first; else <ali>'s
-# when they cover them, else none: the unadapted LDA+MLLT features, with a note); fake CMVN
+# of the first decode dir beside <graph> covering its speakers (<gmm-decode> first), else
+# estimated here as Kaldi's decode_fmllr.sh does, with a note (estimate_fmllr.py into
+# exp/make_fmllr/test_trans); fake CMVN
 # stats on them, as nnet1 applies no per-speaker CMVN to fMLLR features. A set whose fMLLR
 # features are made (data/<set>/fmllr_from) is skipped. data/fmllr_gmm names <ali> (beside
-# data/mfcc.conf; steps/nnet/train.sh copies both into the model dir): transcribing new audio,
-# which has no transforms, takes that GMM's speaker-independent features.
+# data/mfcc.conf; steps/nnet/train.sh copies both into the model dir): transcribing new audio
+# estimates its speakers' transforms from that GMM the same way.
 
 # Begin configuration section.
 nj=2
@@ -64,16 +65,17 @@ for x in train test; do
     # shellcheck disable=SC2086
     tdir=$(choose_transform_dir.py data/test_gmm $cands)
     if [ -z "$tdir" ]; then
-      tdir=$(choose_transform_dir.py data/test_gmm "$kaldi_dir/$ali" 2>/dev/null)
-      if [ -n "$tdir" ]; then
-        echo "$0: note: no decode dir beside $graph holds fMLLR transforms of every speaker of" \
-          "data/test: using those of $ali (the same speakers' transforms from their training data)"
-      else
-        echo "$0: note: no fMLLR transforms for the speakers of data/test (in $cands or $ali):" \
-          "decoding on the unadapted LDA+MLLT features of $ali (the network is trained on" \
-          "adapted ones: expect a worse WER; decode data/test with the SAT GMM first," \
-          "steps/decode_fmllr.sh, to get its trans.*)"
-      fi
+      # (not the training transforms of test speakers who are also in training, estimated on
+      # features of their training data's CMVN stats: on kaldi_hindi_sat they gave 36.67%)
+      tdir=exp/make_fmllr/test_trans
+      echo "$0: note: no fMLLR transforms for the speakers of data/test (in $cands):" \
+        "estimating them into $tdir as Kaldi's steps/decode_fmllr.sh does (passes of $ali's" \
+        "GMMs on $graph; estimate_fmllr.py)"
+      rm -rf $tdir; mkdir -p $tdir/log
+      $train_cmd $tdir/log/estimate.log estimate_fmllr.py "$kaldi_dir/$ali" \
+        "$kaldi_dir/$graph" data/test_gmm ark:$tdir/trans.1 || {
+        echo "$0: estimating the fMLLR transforms of data/test failed: see $tdir/log/estimate.log" >&2
+        exit 1; }
     fi
   fi
   echo "$0: data/$x: fMLLR features (${tdir:-no transforms}) from data/${x}_gmm"
