@@ -121,3 +121,7 @@ def test_transcribe_runs_and_refuses_what_cannot_follow(sat_model, tmp_path, cap
     (d / "fmllr_gmm").write_text(f"{tmp_path / 'gone'}\n")
     with pytest.raises(HybridAsrError, match=r"gone \(.*fmllr_gmm\), which is not there"):
         main([str(d), str(graph), str(wavs[0])])
+    (d / "fmllr_gmm").unlink()  # fMLLR inputs without the record: the error says what to add
+    with pytest.raises(HybridAsrError, match=r"expects 120: not the conf .* write that GMM "
+                                             r"dir's path into .*/blstm/fmllr_gmm"):
+        main([str(d), str(graph), str(wavs[0])])

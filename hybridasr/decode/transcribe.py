@@ -137,7 +137,11 @@ class Transcriber:
             raise ConfigError(f"{model_dir.feature_conf} gives {feat_dim}-dim features, "
                               f"{self.transform.output_dim(feat_dim)} network inputs; "
                               f"{model_dir.nnet} expects {meta['input_dim']}: not the conf "
-                              f"the model was trained with (--feat-config)")
+                              f"the model was trained with (--feat-config)"
+                              + ("" if self.sat is not None else
+                                 "; or, for a network of a SAT GMM's fMLLR features, write "
+                                 "that GMM dir's path into " +
+                                 os.path.join(model_dir.path, "fmllr_gmm")))
         if not os.path.isdir(graph_dir):
             raise FormatError(f"no such graph dir: {graph_dir}")
         fst = os.path.join(graph_dir, "HCLG.fst")
