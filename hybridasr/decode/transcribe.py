@@ -272,8 +272,9 @@ class Transcriber:
         return feats
 
     def normalise(self, feats: np.ndarray, key: str = "") -> np.ndarray:
-        """The model dir's CMVN (online, per recording, or none); for a network of fMLLR
-        features, the recording's own fMLLR features instead (``sat_adapter_of``)."""
+        """The model dir's CMVN (online, per recording, or none; with ``use_speakers``, the
+        recording's speaker's stats); for a network of fMLLR features, the speaker's (or the
+        recording's own) fMLLR features instead (``hybridasr.decode.speaker_adapt``)."""
         spk = self.utt2spk.get(key) if self.utt2spk is not None else None
         if self.sat is not None:
             from hybridasr.features.fmllr import apply_transform
