@@ -52,11 +52,13 @@ def test_test_speakers_transforms_are_estimated(shared_dir, repo_dir, tmp_path, 
     assert (s5 / "data/test/fmllr_from").read_text().strip() == "exp/make_fmllr/test_trans"
     assert (s5 / "data/train/fmllr_from").read_text().strip() == f"{kaldi}/exp/tri3b_ali"
     assert (s5 / "data/fmllr_gmm").read_text().strip() == f"{kaldi}/exp/tri3b_ali"
-    trans = dict(kaldiio.load_ark(str(tdir / "trans.1")))
-    assert sorted(trans) == ["pramod", "srihari"]
+    # one job a speaker (--nj 2), each its speaker's transform, as Kaldi's trans.JOB
+    assert (tdir / "num_jobs").read_text().strip() == "2"
+    assert [sorted(dict(kaldiio.load_ark(str(tdir / f"trans.{j}")))) for j in (1, 2)] == \
+        [["pramod"], ["srihari"]]
     # data/test: the GMM's pipeline with those transforms, on data/test_gmm's MFCCs
     pipe = FmllrPipeline.from_gmm_dir(str(kaldi / "exp/tri3b_ali"))
-    pipe.transforms = read_transforms([f"ark:{tdir}/trans.1"])
+    pipe.transforms = read_transforms([f"ark:{tdir}/trans.{j}" for j in (1, 2)])
     u2s = read_map(str(s5 / "data/test_gmm/utt2spk"))
     cmvn = {k: kaldiio.load_mat(v if os.path.isabs(v) else str(s5 / v)) for k, v in
             read_map(str(s5 / "data/test_gmm/cmvn.scp")).items()}

@@ -72,10 +72,13 @@ for x in train test; do
         "estimating them into $tdir as Kaldi's steps/decode_fmllr.sh does (passes of $ali's" \
         "GMMs on $graph; estimate_fmllr.py)"
       rm -rf $tdir; mkdir -p $tdir/log
-      $train_cmd $tdir/log/estimate.log estimate_fmllr.py "$kaldi_dir/$ali" \
-        "$kaldi_dir/$graph" data/test_gmm ark:$tdir/trans.1 || {
-        echo "$0: estimating the fMLLR transforms of data/test failed: see $tdir/log/estimate.log" >&2
+      tnj=$(utils/jobs_for_speakers.sh "$0" data/test_gmm $nj)  # (by speaker, as Kaldi's jobs)
+      utils/split_data.sh data/test_gmm $tnj
+      $train_cmd JOB=1:$tnj $tdir/log/estimate.JOB.log estimate_fmllr.py "$kaldi_dir/$ali" \
+        "$kaldi_dir/$graph" data/test_gmm/split$tnj/JOB ark:$tdir/trans.JOB || {
+        echo "$0: estimating the fMLLR transforms of data/test failed: see $tdir/log/estimate.*.log" >&2
         exit 1; }
+      echo $tnj > $tdir/num_jobs
     fi
   fi
   echo "$0: data/$x: fMLLR features (${tdir:-no transforms}) from data/${x}_gmm"
