@@ -31,17 +31,14 @@ def pipeline_features(pipeline, raw: np.ndarray, global_stats: Optional[np.ndarr
     raw features: CMVN as its ``cmvn_opts`` says (``cmvn_stats``: its speaker's; else
     ``online``: Kaldi's online CMVN from ``global_stats``; else the recording's own stats, a
     speaker of one recording), then splice + LDA or deltas."""
-    if cmvn_stats is not None:
-        return pipeline(raw, cmvn_stats, "")
-    from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
+    from hybridasr.features.cmvn import accumulate_cmvn_stats
     from hybridasr.features.online_cmvn import online_cmvn
 
-    opts = pipeline.cmvn_opts
-    x = np.asarray(raw, dtype=np.float32)
-    if opts["norm_means"]:
-        x = (online_cmvn(x, global_stats, opts["norm_vars"]) if online else
-             apply_cmvn(x, accumulate_cmvn_stats(x), True, opts["norm_vars"]))
-    return pipeline.after_cmvn(x)
+    if cmvn_stats is None and online and pipeline.cmvn_opts["norm_means"]:
+        x = online_cmvn(np.asarray(raw, dtype=np.float32), global_stats,
+                        pipeline.cmvn_opts["norm_vars"])
+        return pipeline.after_cmvn(x)
+    return pipeline(raw, accumulate_cmvn_stats(raw) if cmvn_stats is None else cmvn_stats, "")
 
 
 class GmmScorer:
@@ -78,10 +75,7 @@ class GmmScorer:
             raise FormatError(f"--gmm-dir {gmm_dir}: {self.gmm.num_pdfs} pdfs, the network "
                               f"{num_pdfs}")
         self.pipeline = FmllrPipeline.from_gmm_dir(gmm_dir)
-        try:  # (a final.mat of other input dims is an error: no dims)
-            dim = self.pipeline.after_cmvn(np.zeros((1, raw_dim), np.float32)).shape[1]
-        except FormatError:
-            dim = None
+        dim = self.pipeline.output_dim(raw_dim)
         if dim != self.gmm.dim:
             raise FormatError(f"--gmm-dir {gmm_dir}: the model's {raw_dim}-dim features through "
                               f"the GMM's pipeline give {dim or 'no'} dims, its final.mdl "

@@ -63,9 +63,6 @@ class SpeakerAdapter:
         self.tid2pdf = np.asarray(tm.tid2pdf)
         self.is_silence_tid = np.isin(tm.tid2phone, silence)
 
-    def output_dim(self, raw_dim: int) -> int:
-        return self.pipeline.after_cmvn(np.zeros((1, raw_dim), np.float32)).shape[1]
-
     def si_features(self, raw: np.ndarray, cmvn_stats: np.ndarray) -> np.ndarray:
         """The speaker-independent features: CMVN with the speaker's stats as the GMM's
         ``cmvn_opts`` says, then splice + ``final.mat``."""

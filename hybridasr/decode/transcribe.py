@@ -132,7 +132,7 @@ class Transcriber:
         # a network of a SAT GMM's fMLLR features: the recording adapted as decode_fmllr.sh
         self.sat = None if self.exported else adapter_of(model_dir, graph_dir)
         if self.sat is not None:
-            feat_dim = self.sat.output_dim(feat_dim)
+            feat_dim = self.sat.pipeline.output_dim(feat_dim) or feat_dim
         if "input_dim" in meta and self.transform.output_dim(feat_dim) != int(meta["input_dim"]):
             raise ConfigError(f"{model_dir.feature_conf} gives {feat_dim}-dim features, "
                               f"{self.transform.output_dim(feat_dim)} network inputs; "

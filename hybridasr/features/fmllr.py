@@ -196,6 +196,14 @@ class FmllrPipeline:
         x = apply_cmvn(np.asarray(feats, dtype=np.float32), cmvn_stats, **self.cmvn_opts)
         return self.after_cmvn(x, spk)
 
+    def output_dim(self, input_dim: int) -> Optional[int]:
+        """The dim of the pipeline's features of ``input_dim``-dim ones (None: ``final.mat``
+        does not take them)."""
+        try:
+            return self.after_cmvn(np.zeros((1, input_dim), np.float32)).shape[1]
+        except FormatError:
+            return None
+
     def after_cmvn(self, x: np.ndarray, spk: str = "") -> np.ndarray:
         """The pipeline after its CMVN: splice + LDA or deltas, then the speaker's transform
         (where there are transforms)."""
