@@ -17,8 +17,10 @@ from hybridasr.data.batch import Batch
 from hybridasr.decode.graph import load_graph_dir
 from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
 from hybridasr.errors import ConfigError
+from hybridasr.errors import FormatError
 from hybridasr.graph.lattice_forward_backward import (LatticeBatch, forward_backward,
-                                                      frame_lattice, path_enumeration)
+                                                      frame_lattice, lattice_to_post,
+                                                      path_enumeration)
 from hybridasr.kaldi.lattice import CompactLattice, CompactLatticeWriter
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -114,6 +116,31 @@ def test_forward_backward_against_enumeration(lattices):
         np.testing.assert_allclose(
             np.bincount(fl.time, weights=r.smbr_posterior[off:off + n]), 0.0, atol=1e-6)
         off += n
+
+
+def test_lattice_to_post_against_enumeration(lattices):
+    """Kaldi's lattice-to-post: each (frame, transition-id)'s posterior is the probability of
+    the paths through it, the lattice's graph costs at scale 1 and the acoustic ones scaled."""
+    for tm, utt, ll, lat in lattices:
+        frames, tids, post = lattice_to_post(lat, ll, tm.tid2pdf, ACWT, utt)
+        fl = frame_lattice(lat, utt)
+        sc = ACWT * ll.astype(np.float64)[fl.time, tm.tid2pdf[fl.tid]] - fl.graph
+        paths = path_enumeration(fl, sc, limit=500000)
+        likes = np.array([p[1] for p in paths])
+        prob = np.exp(likes - np.logaddexp.reduce(likes))
+        want = {}
+        for p, (arcs, _, _) in zip(prob, paths):
+            for a in arcs:
+                key = (int(fl.time[a]), int(fl.tid[a]))
+                want[key] = want.get(key, 0.0) + p
+        got = dict(zip(zip(frames.tolist(), tids.tolist()), post.tolist()))
+        assert set(got) == {k for k, v in want.items() if v > 0}
+        for k, v in got.items():
+            assert v == pytest.approx(want[k], abs=1e-9)
+        np.testing.assert_allclose(np.bincount(frames, weights=post), 1.0, atol=1e-9)
+        assert len(set(frames.tolist())) == ll.shape[0] and len(frames) > ll.shape[0]
+    with pytest.raises(FormatError, match=r"toy: .* frames, its log-likelihoods"):
+        lattice_to_post(lat, ll[:-1], tm.tid2pdf, ACWT, "toy")
 
 
 def test_epsilon_word_arcs_and_final_strings():

@@ -91,9 +91,10 @@ def test_network_input_is_the_adapted_features(sat_model, caplog):
         assert ll.shape == (len(raws[0]), t.num_pdfs) and np.isfinite(ll).all()
         # the transform beats the identity on its speaker's statistics (final.mdl's pass)
         acc = FmllrAccs(t.sat.gmm)
-        for x in si2:
-            tids = np.asarray(t._first_pass(t.sat.gmm.log_likelihoods(x), 0.083333))
-            acc.accumulate(x, t.sat.tid2pdf[tids], np.ones(len(tids)))
+        for x in si2:  # the pass's lattice posteriors: each frame's sum to 1
+            frames, tids, post = t._first_pass(t.sat.gmm.log_likelihoods(x), 0.083333)
+            np.testing.assert_allclose(np.bincount(frames, weights=post), 1.0, atol=1e-6)
+            acc.accumulate(x[frames], t.sat.tid2pdf[tids], post)
         assert acc.objective(W2) > acc.objective(np.hstack([np.eye(40), np.zeros((40, 1))]))
     finally:
         t.close()

@@ -3,19 +3,22 @@ model dir's ``fmllr_gmm``), as Kaldi's ``steps/decode_fmllr.sh`` adapts a speake
 seen. Per speaker (``transcribe.py --utt2spk``; else each recording its own): the GMM's
 speaker-independent features (CMVN with the speaker's stats as its ``cmvn_opts`` says, splice,
 ``final.mat``); a first pass with its speaker-independent model (``final.alimdl``, else
-``final.mdl``) at Kaldi's GMM acoustic scale 1/12 on the graph, whose best paths give each
-frame its pdf; silence frames weighted 0.01 (``weight-silence-post``, the graph dir's
-``phones/silence.csl``); an fMLLR transform of ``final.mdl`` estimated from those frames
-(``hybridasr.features.fmllr_estimate``, ``gmm-est-fmllr --fmllr-update-type=full``); then
-decode_fmllr.sh's second estimate, from ``final.mdl``'s best paths on the features so adapted,
-composed with the first. A recording whose pass finds no path is left out of the statistics
-with a warning; below Kaldi's min count of 20 frames a transform is the identity.
+``final.mdl``) at Kaldi's GMM acoustic scale 1/12 on the graph, whose lattice gives each frame
+its transition-id posteriors (``lattice-to-post``; the best path where no lattice decoder is
+built); silence weighted 0.01 (``weight-silence-post``, the graph dir's
+``phones/silence.csl``); an fMLLR transform of ``final.mdl`` estimated from them with the
+speaker-independent model's Gaussian posteriors (``gmm-post-to-gpost``,
+``gmm-est-fmllr-gpost --fmllr-update-type=full``; ``hybridasr.features.fmllr_estimate``);
+then decode_fmllr.sh's second estimate, from ``final.mdl``'s lattice on the features so
+adapted (``gmm-est-fmllr``), composed with the first. A recording whose pass finds no path is
+left out of the statistics with a warning; below Kaldi's min count of 20 frames a transform is
+the identity.
 """
 from __future__ import annotations
 
 import logging
 import os
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -23,11 +26,24 @@ from hybridasr.errors import FormatError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SpeakerAdapter", "adapter_of", "estimate_data_dir", "FIRST_PASS_ACWT",
-           "SILENCE_WEIGHT"]
+__all__ = ["SpeakerAdapter", "adapter_of", "estimate_data_dir", "best_path_posteriors",
+           "FIRST_PASS_ACWT", "SILENCE_WEIGHT", "LATTICE_BEAM"]
 
 FIRST_PASS_ACWT = 0.083333  # decode_fmllr.sh's --acwt (a GMM's 1/12)
 SILENCE_WEIGHT = 0.01       # decode_fmllr.sh's --silence-weight
+LATTICE_BEAM = 6.0          # decode_fmllr.sh's --lattice-beam
+
+# A pass's posteriors: (frame, transition-id, posterior) arrays, None where it found no path
+Posteriors = Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]
+FirstPass = Callable[[np.ndarray, float], Posteriors]
+
+
+def best_path_posteriors(tids) -> Posteriors:
+    """A best path's transition-ids as posteriors (one per frame, 1.0); None for None."""
+    if tids is None:
+        return None
+    t = np.asarray(tids, dtype=np.int64)
+    return np.arange(len(t)), t, np.ones(len(t))
 
 
 class SpeakerAdapter:
@@ -62,34 +78,43 @@ class SpeakerAdapter:
                         "silence in the fMLLR statistics", csl)
         self.tid2pdf = np.asarray(tm.tid2pdf)
         self.is_silence_tid = np.isin(tm.tid2phone, silence)
+        # gmm-est-fmllr-gpost: the first pass's Gaussian posteriors are the speaker-
+        # independent model's (train_sat.sh's final.alimdl has final.mdl's Gaussians)
+        self.gpost = self.si_gmm is not self.gmm and self.si_gmm.dim == self.gmm.dim and \
+            np.array_equal(self.si_gmm.offsets, self.gmm.offsets)
+        if self.si_gmm is not self.gmm and not self.gpost:
+            log.warning("note: %s: final.alimdl's Gaussians are not final.mdl's: the first "
+                        "fMLLR estimate uses final.mdl's own Gaussian posteriors", gmm_dir)
 
     def si_features(self, raw: np.ndarray, cmvn_stats: np.ndarray) -> np.ndarray:
         """The speaker-independent features: CMVN with the speaker's stats as the GMM's
         ``cmvn_opts`` says, then splice + ``final.mat``."""
         return self.pipeline(raw, cmvn_stats, "")
 
-    def _stats(self, model, feats: List[np.ndarray], first_pass, what: str):
+    def _stats(self, model, feats: List[np.ndarray], first_pass: FirstPass, what: str):
         from hybridasr.features.fmllr_estimate import FmllrAccs
 
+        first = model is self.si_gmm
         acc = FmllrAccs(self.gmm)
         for x in feats:
-            tids = first_pass(model.log_likelihoods(x), FIRST_PASS_ACWT)
-            if not tids or len(tids) != len(x):
+            post = first_pass(model.log_likelihoods(x), FIRST_PASS_ACWT)
+            if post is None or not len(post[0]) or post[0].max() >= len(x):
                 log.warning("%s: a recording's %s pass found no path: left out of its fMLLR "
-                            "statistics", what, "first" if model is self.si_gmm else "second")
+                            "statistics", what, "first" if first else "second")
                 continue
-            tids = np.asarray(tids)
-            acc.accumulate(x, self.tid2pdf[tids],
-                           np.where(self.is_silence_tid[tids], SILENCE_WEIGHT, 1.0))
+            frames, tids, p = post
+            acc.accumulate(x[frames], self.tid2pdf[tids],
+                           p * np.where(self.is_silence_tid[tids], SILENCE_WEIGHT, 1.0),
+                           post_gmm=self.si_gmm if first and self.gpost else None)
         return acc
 
-    def transform(self, feats: List[np.ndarray], first_pass: Callable[[np.ndarray, float],
-                                                                       Optional[List[int]]],
+    def transform(self, feats: List[np.ndarray], first_pass: FirstPass,
                   what: str) -> np.ndarray:
         """The fMLLR transform ``[A b]`` of one speaker from the speaker-independent features
         of its recordings, as decode_fmllr.sh's two estimates: from the speaker-independent
-        model's best paths, then from ``final.mdl``'s on the features so adapted, composed.
-        ``first_pass(loglikes, acwt)`` gives a best path's transition-ids (None: no path)."""
+        model's pass, then from ``final.mdl``'s on the features so adapted, composed.
+        ``first_pass(loglikes, acwt)`` gives a pass's transition-id posteriors (lattice or
+        best path: ``Posteriors``)."""
         from hybridasr.features.fmllr import apply_transform
 
         w1 = self._stats(self.si_gmm, feats, first_pass, what).estimate()
@@ -123,9 +148,10 @@ def estimate_data_dir(gmm_dir: str, graph_dir: str, data_dir: str, beam: float =
     """{speaker: fMLLR transform} of a data dir's speakers (its raw ``feats.scp``, per-speaker
     ``cmvn.scp``, ``utt2spk``), as Kaldi's ``steps/decode_fmllr.sh`` estimates them before its
     final pass: ``SpeakerAdapter.transform`` over each speaker's utterances, the passes on
-    ``graph_dir`` with the 1-best decoder (``decode-faster-mapped``). Utterances without a
-    speaker or CMVN stats are skipped with a warning (``PipelineFeatures``)."""
-    from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+    ``graph_dir`` with the lattice decoder (``latgen-faster-mapped``, lattice beam 6, as
+    decode_fmllr.sh's) and ``lattice-to-post``; the 1-best decoder where the toolkit's C++
+    lattice decoder cannot be built (with a note). Utterances without a speaker or CMVN stats
+    are skipped with a warning (``PipelineFeatures``)."""
     from hybridasr.decode.graph import load_model_and_graph
     from hybridasr.features.fmllr import PipelineFeatures
     from hybridasr.kaldi.io.table import read_map
@@ -133,13 +159,7 @@ def estimate_data_dir(gmm_dir: str, graph_dir: str, data_dir: str, beam: float =
     fst_path = os.path.join(graph_dir, "HCLG.fst")
     tm, fst, max_ilabel = load_model_and_graph(os.path.join(gmm_dir, "final.mdl"), fst_path)
     adapter = SpeakerAdapter(gmm_dir, graph_dir, tm)
-    decoder = MappedDecoder(fst, tm.tid2pdf, tm.num_pdfs,
-                            DecodeOptions(beam=beam, max_active=max_active), max_ilabel,
-                            fst_path=fst_path)
-
-    def best_path(loglikes: np.ndarray, acwt: float) -> Optional[List[int]]:
-        r = decoder.decode(loglikes, acwt)
-        return list(r.alignment) if r.ok else None
+    first_pass = pass_posteriors(fst, tm, max_ilabel, fst_path, beam, max_active)
 
     u2s = read_map(os.path.join(data_dir, "utt2spk"))
     by_spk: Dict[str, List[np.ndarray]] = {}
@@ -149,5 +169,38 @@ def estimate_data_dir(gmm_dir: str, graph_dir: str, data_dir: str, beam: float =
         by_spk.setdefault(u2s[utt], []).append(x)
     if not by_spk:
         raise FormatError(f"{data_dir}: no utterance to estimate fMLLR transforms from")
-    return {spk: adapter.transform(feats, best_path, f"speaker {spk}")
+    return {spk: adapter.transform(feats, first_pass, f"speaker {spk}")
             for spk, feats in by_spk.items()}
+
+
+def pass_posteriors(fst, tm, max_ilabel: int, fst_path: str, beam: float = 13.0,
+                    max_active: int = 7000) -> FirstPass:
+    """A pass's posteriors on a graph: a lattice (``LATTICE_BEAM``) and ``lattice-to-post``,
+    or where no lattice decoder can be built, the 1-best decoder's path (with a note)."""
+    from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
+    from hybridasr.decode.lattice_decoder import (LatgenOptions, LatticeDecoder,
+                                                  LatticesUnavailable)
+    from hybridasr.graph.lattice_forward_backward import lattice_to_post
+
+    try:
+        lat_decoder = LatticeDecoder(fst, tm.tid2pdf, tm.num_pdfs,
+                                     LatgenOptions(beam=beam, max_active=max_active,
+                                                   lattice_beam=LATTICE_BEAM),
+                                     max_ilabel, fst_path=fst_path)
+    except LatticesUnavailable as e:
+        log.warning("note: the fMLLR passes take best paths, not lattice posteriors: %s", e)
+        decoder = MappedDecoder(fst, tm.tid2pdf, tm.num_pdfs,
+                                DecodeOptions(beam=beam, max_active=max_active), max_ilabel,
+                                fst_path=fst_path)
+
+        def best_path(loglikes: np.ndarray, acwt: float) -> Posteriors:
+            r = decoder.decode(loglikes, acwt)
+            return best_path_posteriors(r.alignment) if r.ok else None
+        return best_path
+
+    def lattice_post(loglikes: np.ndarray, acwt: float) -> Posteriors:
+        r = lat_decoder.decode(loglikes, acwt)
+        if not r.ok:
+            return None
+        return lattice_to_post(r.lattice, loglikes, tm.tid2pdf, acwt, "an fMLLR pass")
+    return lattice_post

@@ -43,7 +43,7 @@ from hybridasr.decode.lattice_best_path import best_path
 from hybridasr.decode.loglikes import scaled_loglikes
 from hybridasr.decode.model_dir import ModelDir
 from hybridasr.decode.recordings import Recording, Result, read_audio, recordings  # noqa: F401
-from hybridasr.decode.speaker_adapt import adapter_of
+from hybridasr.decode.speaker_adapt import adapter_of, best_path_posteriors
 from hybridasr.errors import ConfigError, FormatError, HybridAsrError
 from hybridasr.features.audio import Audio
 from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
@@ -51,6 +51,7 @@ from hybridasr.features.extractor import FeatureExtractor
 from hybridasr.features.make_feats import Resampler
 from hybridasr.features.online_cmvn import online_cmvn
 from hybridasr.features.transform import FeatureTransform
+from hybridasr.graph.lattice_forward_backward import lattice_to_post
 from hybridasr.options import option
 
 log = logging.getLogger(__name__)
@@ -293,14 +294,16 @@ class Transcriber:
             return apply_cmvn(feats, accumulate_cmvn_stats(feats), True, norm_vars)
         return feats
 
-    def _first_pass(self, loglikes: np.ndarray, acwt: float) -> Optional[List[int]]:
-        """The best path's transition-ids of a GMM's log-likelihoods (None: no path)."""
+    def _first_pass(self, loglikes: np.ndarray, acwt: float):
+        """A GMM pass's transition-id posteriors (``speaker_adapt.Posteriors``): its
+        lattice's (``lattice-to-post``), or the 1-best decoder's path; None: no path."""
         if self.lattice_decoder is None:
             r = self.decoder.decode(loglikes, acwt)
-            return list(r.alignment) if r.ok else None
+            return best_path_posteriors(r.alignment) if r.ok else None
         r = self.lattice_decoder.decode(loglikes, acwt)
-        bp = best_path(r.lattice, 1.0, acwt) if r.ok else None
-        return list(bp.tids) if bp else None
+        if not r.ok:
+            return None
+        return lattice_to_post(r.lattice, loglikes, self.tm.tid2pdf, acwt, "an fMLLR pass")
 
     def loglikes(self, feats: np.ndarray) -> np.ndarray:
         """Decoding's log-likelihoods: a frame model's (log-softmax minus scaled log-priors) at

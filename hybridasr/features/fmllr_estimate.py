@@ -36,9 +36,20 @@ class FmllrAccs:
         self.mean_invvars = gmm.weights_x[:d].T       # [C, d]
         self.inv_vars = -2.0 * gmm.weights_x[d:].T    # [C, d]
 
-    def accumulate(self, feats: np.ndarray, pdfs: np.ndarray, weights: np.ndarray) -> None:
-        """Adds frames ``feats`` [T, d], each with its pdf and weight (0: left out)."""
+    def accumulate(self, feats: np.ndarray, pdfs: np.ndarray, weights: np.ndarray,
+                   post_gmm=None) -> None:
+        """Adds frames ``feats`` [T, d], each with its pdf and weight (0: left out; a frame
+        of several pdfs is given once for each). ``post_gmm``: the model whose Gaussians give
+        the posteriors within a pdf (Kaldi's ``gmm-post-to-gpost`` with the speaker-
+        independent model, then ``gmm-est-fmllr-gpost``), of the same Gaussians per pdf;
+        None: this one's own (``gmm-est-fmllr``)."""
         gmm = self.gmm
+        pg = gmm if post_gmm is None else post_gmm
+        if pg is not gmm and (pg.dim != gmm.dim or not np.array_equal(pg.offsets,
+                                                                      gmm.offsets)):
+            raise FormatError(f"fMLLR stats: the posterior model's Gaussians ({pg.num_pdfs} "
+                              f"pdfs, {pg.offsets[-1]} Gaussians of dim {pg.dim}) are not "
+                              f"the model's ({gmm.num_pdfs}, {gmm.offsets[-1]}, {gmm.dim})")
         x = np.asarray(feats, dtype=np.float64)
         pdfs = np.asarray(pdfs)
         w = np.asarray(weights, dtype=np.float64)
@@ -58,7 +69,7 @@ class FmllrAccs:
         for p in np.unique(pdfs):
             rows = np.flatnonzero(pdfs == p)
             lo, hi = gmm.offsets[p], gmm.offsets[p + 1]
-            comp = xx[rows] @ gmm.weights_x[:, lo:hi] + gmm.gconsts[lo:hi]
+            comp = xx[rows] @ pg.weights_x[:, lo:hi] + pg.gconsts[lo:hi]
             comp = np.exp(comp - comp.max(axis=1, keepdims=True))
             post = comp / comp.sum(axis=1, keepdims=True) * w[rows, None]
             m[rows] = post @ self.mean_invvars[lo:hi]

@@ -29,7 +29,7 @@ from hybridasr.errors import FormatError
 from hybridasr.kaldi.lattice import CompactLattice
 
 __all__ = ["FrameLattice", "frame_lattice", "LatticeBatch", "ForwardBackwardResult",
-           "forward_backward", "path_enumeration"]
+           "forward_backward", "lattice_to_post", "path_enumeration"]
 
 
 @dataclass
@@ -292,6 +292,32 @@ def forward_backward(batch: LatticeBatch, scores: np.ndarray,
             beta_acc[src[a[starts]]] = np.add.reduceat(w * (acc[a] + beta_acc[dst[a]]), starts)
     smbr = post * (alpha_acc[src] + acc + beta_acc[dst] - expected[batch.row])
     return ForwardBackwardResult(logz, post, np.where(ok, expected, 0.0), smbr)
+
+
+def lattice_to_post(lat: CompactLattice, loglikes: np.ndarray, tid2pdf: np.ndarray,
+                    acoustic_scale: float, what: str = "lattice"
+                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Kaldi's ``lattice-to-post --acoustic-scale``: each frame's transition-id posteriors
+    in a lattice whose acoustic scores are ``loglikes`` [T, pdfs] (the lattice's own
+    acoustic costs are not read) times ``acoustic_scale``, its graph costs at scale 1.
+    Returns (frame, transition-id, posterior) of every arc of non-zero posterior, the same
+    (frame, transition-id) summed; FormatError as ``frame_lattice``, or if the lattice's
+    frames are not the matrix's rows."""
+    fl = frame_lattice(lat, what)
+    ll = np.asarray(loglikes, dtype=np.float64)
+    if fl.num_frames != len(ll):
+        raise FormatError(f"{what}: {fl.num_frames} frames, its log-likelihoods {len(ll)}")
+    scores = acoustic_scale * ll[fl.time, np.asarray(tid2pdf)[fl.tid]] - fl.graph
+    r = forward_backward(LatticeBatch.of([fl]), scores)
+    if not np.isfinite(r.logz[0]):
+        raise FormatError(f"{what}: no path through the lattice")
+    key = fl.time.astype(np.int64) * (int(fl.tid.max()) + 1) + fl.tid
+    uniq, inv = np.unique(key, return_inverse=True)
+    post = np.bincount(inv, weights=r.posterior, minlength=len(uniq))
+    keep = post > 0
+    frames = (uniq // (int(fl.tid.max()) + 1))[keep]
+    tids = (uniq % (int(fl.tid.max()) + 1))[keep]
+    return frames.astype(np.int64), tids.astype(np.int64), post[keep]
 
 
 def path_enumeration(lat: FrameLattice, scores: np.ndarray,
