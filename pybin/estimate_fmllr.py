@@ -12,9 +12,10 @@ def get_parser():
                     "cmvn.scp, utt2spk) from the SAT GMM dir <gmm-dir> (cmvn_opts, splice_opts, "
                     "final.mat, final.alimdl, final.mdl), as decode_fmllr.sh: a pass of the "
                     "speaker-independent model on <graph-dir>, a full-update transform of "
-                    "final.mdl from its best paths (silence weighted 0.01), a second pass and "
-                    "transform on the adapted features, composed. Writes Kaldi's trans.* "
-                    "format: one matrix per speaker.",
+                    "final.mdl from its lattice posteriors (silence weighted 0.01) with the "
+                    "speaker-independent model's Gaussian posteriors (gmm-est-fmllr-gpost), a "
+                    "second pass and transform on the adapted features, composed. Writes "
+                    "Kaldi's trans.* format: one matrix per speaker.",
                     usage="estimate_fmllr.py [options] <gmm-dir> <graph-dir> <data-dir> "
                           "<trans-wspecifier>",
                     example="estimate_fmllr.py exp/tri3b_ali exp/tri3b/graph data/test "

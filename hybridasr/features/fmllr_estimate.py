@@ -3,7 +3,8 @@ as Kaldi's ``gmm-est-fmllr --fmllr-update-type=full`` (``transform/fmllr-diag-gm
 ``FmllrDiagGmmAccs``, ``ComputeFmllrMatrixDiagGmmFull``; Gales 1998).
 
 Statistics, per frame ``x`` (its extended ``[x; 1]`` written ``x~``) with weight ``w`` and the
-posteriors ``g`` of the Gaussians of its pdf (given the frame, under the untransformed model):
+posteriors ``g`` of the Gaussians of its pdf (given the frame, under the untransformed model,
+or another of the same Gaussians: ``gmm-est-fmllr-gpost``'s speaker-independent one):
 ``beta += w``, ``K += w sum_g g mu_g / var_g (x~)^T`` (``d x (d+1)``) and, for each dimension
 ``i``, ``G_i += w sum_g g / var_g[i] x~ x~^T`` (``(d+1) x (d+1)``). The transform ``W = [A b]``
 maximises ``beta log|det A| + sum_i (w_i k_i - 1/2 w_i G_i w_i^T)``, row by row from the
