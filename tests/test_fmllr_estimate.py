@@ -114,10 +114,8 @@ def test_gaussian_posteriors_of_another_model(shared_dir, speakers):
         FmllrAccs(gmm).accumulate(x, pdfs, w, post_gmm=other)
 
 
-def test_estimate_fmllr_py_on_the_test_speakers(shared_dir, tmp_path):
-    from train_helpers import load_pybin
-
-    h = shared_dir / "data" / "kaldi_hindi_sat"
+def _test_data_dir(h, tmp_path):
+    """kaldi_hindi_sat's data/test in tmp_path, its scp files pointing into the dir."""
     data = tmp_path / "test"
     data.mkdir()
     for f in (h / "data/test").iterdir():
@@ -126,6 +124,40 @@ def test_estimate_fmllr_py_on_the_test_speakers(shared_dir, tmp_path):
             if f.name in ("feats.scp", "cmvn.scp"):
                 text = text.replace(" mfcc/", f" {h}/mfcc/")
             (data / f.name).write_text(text)
+    return data
+
+
+def test_best_paths_where_no_lattice_decoder(shared_dir, tmp_path, monkeypatch, caplog):
+    """Without the toolkit's C++ lattice decoder the passes take the 1-best decoder's paths
+    (posteriors of 1.0), with a note: a transform per speaker still, not the identity."""
+    import logging
+
+    from hybridasr.decode import lattice_decoder, speaker_adapt
+
+    def unavailable(*a, **k):
+        raise lattice_decoder.LatticesUnavailable("no C++ library here (test)")
+
+    monkeypatch.setattr(lattice_decoder, "LatticeDecoder", unavailable)
+    h = shared_dir / "data" / "kaldi_hindi_sat"
+    data = _test_data_dir(h, tmp_path)
+    with caplog.at_level(logging.WARNING):
+        got = speaker_adapt.estimate_data_dir(str(h / "exp/tri3b_ali"),
+                                              str(h / "exp/tri3b/graph"), str(data))
+    assert "best paths, not lattice posteriors: no C++ library here" in caplog.text
+    assert sorted(got) == ["pramod", "srihari"]
+    for W in got.values():
+        assert W.shape == (40, 41) and np.abs(W - np.hstack([np.eye(40),
+                                                             np.zeros((40, 1))])).max() > 0.01
+    assert speaker_adapt.best_path_posteriors(None) is None
+    f, t, p = speaker_adapt.best_path_posteriors([3, 3, 5])
+    assert f.tolist() == [0, 1, 2] and t.tolist() == [3, 3, 5] and p.tolist() == [1.0] * 3
+
+
+def test_estimate_fmllr_py_on_the_test_speakers(shared_dir, tmp_path):
+    from train_helpers import load_pybin
+
+    h = shared_dir / "data" / "kaldi_hindi_sat"
+    data = _test_data_dir(h, tmp_path)
     out = tmp_path / "trans.1"
     assert load_pybin("estimate_fmllr").main([str(h / "exp/tri3b_ali"), str(h / "exp/tri3b/graph"),
                                               str(data), f"ark:{out}"]) == 0
