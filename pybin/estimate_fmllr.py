@@ -4,6 +4,7 @@ steps/decode_fmllr.sh estimates them (gmm-est-fmllr after its speaker-independen
 
 
 from hybridasr.cli import make_parser, run_main
+from hybridasr.features.fmllr_estimate import MIN_COUNT, UPDATE_TYPES
 
 
 def get_parser():
@@ -22,6 +23,11 @@ def get_parser():
                             "ark:exp/tri3b/decode_test/trans.1")
     p.add_argument("--beam", type=float, default=13.0, help="the passes' decoding beam")
     p.add_argument("--max-active", type=int, default=7000, help="most active states")
+    p.add_argument("--fmllr-update-type", default=UPDATE_TYPES[0], choices=UPDATE_TYPES,
+                   help="the transform's kind, as Kaldi's")
+    p.add_argument("--fmllr-min-count", type=float, default=MIN_COUNT,
+                   help="fewest frames of a speaker (silence weighted 0.01) for a transform, "
+                        "else the identity (Kaldi's default: 500)")
     p.add_argument("gmm_dir")
     p.add_argument("graph_dir")
     p.add_argument("data_dir")
@@ -39,7 +45,8 @@ def main(argv=None):
 
     args = get_parser().parse_args(argv)
     transforms = estimate_data_dir(args.gmm_dir, args.graph_dir, args.data_dir, args.beam,
-                                   args.max_active)
+                                   args.max_active, args.fmllr_update_type,
+                                   args.fmllr_min_count)
     with MatrixWriter(args.trans_wspecifier) as w:
         for spk in sorted(transforms):
             w.write(spk, np.asarray(transforms[spk], dtype=np.float32))

@@ -80,6 +80,37 @@ def test_too_few_frames_keep_the_identity(speakers):
         small.accumulate(feats[0][:2], np.array([0, acc.gmm.num_pdfs]), np.ones(2))
 
 
+def test_update_types_as_kaldis(speakers):
+    """Kaldi's --fmllr-update-type: diag (A diagonal, positive scales) and offset (A = I) at
+    the maximum of the objective over their own kind, below the full one's; none and any type
+    below --fmllr-min-count the identity; another name refused."""
+    acc, _, _ = next(iter(speakers.values()))
+    d = acc.gmm.dim
+    ident = np.hstack([np.eye(d), np.zeros((d, 1))])
+    full = acc.estimate()
+    diag = acc.estimate(update_type="diag")
+    off = acc.estimate(update_type="offset")
+    assert np.count_nonzero(diag[:, :d] - np.diag(np.diag(diag[:, :d]))) == 0
+    assert np.all(np.diag(diag[:, :d]) > 0)
+    np.testing.assert_array_equal(off[:, :d], np.eye(d))
+    objf = acc.objective
+    assert objf(full) > objf(diag) > objf(off) > objf(ident)
+    rng = np.random.default_rng(1)
+    for _ in range(3):  # maxima within their kind: small moves of their parameters lower them
+        m = np.zeros_like(diag)
+        m[np.arange(d), np.arange(d)] = 1e-3 * rng.standard_normal(d)
+        m[:, d] = 1e-3 * rng.standard_normal(d)
+        assert objf(diag + m) < objf(diag)
+        m[:, :d] = 0
+        assert objf(off + m) < objf(off)
+    np.testing.assert_array_equal(acc.estimate(update_type="none"), ident)
+    for kind in ("full", "diag", "offset"):
+        np.testing.assert_array_equal(acc.estimate(update_type=kind, min_count=acc.beta + 1),
+                                      ident)
+    with pytest.raises(ValueError, match="unknown fMLLR update type 'basis'"):
+        acc.estimate(update_type="basis")
+
+
 def test_gaussian_posteriors_of_another_model(shared_dir, speakers):
     """gmm-est-fmllr-gpost: the Gaussian posteriors within each pdf from the speaker-
     independent model (final.alimdl, final.mdl's Gaussians), the statistics from final.mdl's

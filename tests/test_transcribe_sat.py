@@ -51,7 +51,8 @@ def sat_model(shared_dir, tmp_path):
 
 def test_network_input_is_the_adapted_features(sat_model, caplog):
     from hybridasr.decode.model_dir import load_model_dir
-    from hybridasr.decode.transcribe import Recording, Transcriber, read_audio
+    from hybridasr.decode.transcribe import (Recording, Transcriber, TranscribeOptions,
+                                             read_audio)
     from hybridasr.features.cmvn import accumulate_cmvn_stats
     from hybridasr.features.fmllr import FmllrPipeline, apply_transform
     from hybridasr.features.fmllr_estimate import FmllrAccs
@@ -75,6 +76,11 @@ def test_network_input_is_the_adapted_features(sat_model, caplog):
                                    si[0], atol=1e-5, rtol=0)
         # each recording its own speaker: its own transform, which moves the features
         got = t.features(read_audio(recs[0]), recs[0].source)
+        # Kaldi's --fmllr-min-count 500: too few frames, the features stay unadapted
+        t.sat.min_count = 500.0
+        np.testing.assert_allclose(t.features(read_audio(recs[0]), recs[0].source), si[0],
+                                   atol=1e-5, rtol=0)
+        t.sat.min_count = TranscribeOptions().fmllr_min_count
         W = t.sat.transform([si[0]], t._first_pass, "r")
         np.testing.assert_allclose(got, apply_transform(si[0], W), atol=1e-4, rtol=0)
         assert got.shape == (len(raws[0]), 40) and np.abs(got - si[0]).max() > 0.1

@@ -11,8 +11,9 @@ speaker-independent model's Gaussian posteriors (``gmm-post-to-gpost``,
 ``gmm-est-fmllr-gpost --fmllr-update-type=full``; ``hybridasr.features.fmllr_estimate``);
 then decode_fmllr.sh's second estimate, from ``final.mdl``'s lattice on the features so
 adapted (``gmm-est-fmllr``), composed with the first. A recording whose pass finds no path is
-left out of the statistics with a warning; below Kaldi's min count of 20 frames a transform is
-the identity.
+left out of the statistics with a warning; below ``min_count`` frames (20, where Kaldi's
+``--fmllr-min-count`` is 500: ``fmllr_estimate``) a transform is the identity. Kaldi's
+``--fmllr-update-type`` is ``update_type`` (full by default, as Kaldi's).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from hybridasr.errors import FormatError
+from hybridasr.features.fmllr_estimate import MIN_COUNT, UPDATE_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +51,11 @@ def best_path_posteriors(tids) -> Posteriors:
 class SpeakerAdapter:
     """A SAT GMM dir's pipeline and models, and the graph dir's silence phones."""
 
-    def __init__(self, gmm_dir: str, graph_dir: str, tm):
-        """``tm``: the network's transition model (the graph's transition-ids)."""
+    def __init__(self, gmm_dir: str, graph_dir: str, tm, update_type: str = UPDATE_TYPES[0],
+                 min_count: float = MIN_COUNT):
+        """``tm``: the network's transition model (the graph's transition-ids);
+        ``update_type``, ``min_count``: the transforms' (``fmllr_estimate``; Kaldi's
+        ``--fmllr-update-type``, ``--fmllr-min-count``)."""
         from hybridasr.features.fmllr import FmllrPipeline
         from hybridasr.kaldi.gmm_model import read_gmm_model
         from hybridasr.kaldi.io.table import parse_csl
@@ -59,6 +64,7 @@ class SpeakerAdapter:
             raise FormatError(f"no such GMM dir {gmm_dir}: its feature pipeline (cmvn_opts, "
                               f"splice_opts, final.mat) and models are needed")
         self.gmm_dir = gmm_dir
+        self.update_type, self.min_count = update_type, min_count
         self.pipeline = FmllrPipeline.from_gmm_dir(gmm_dir)
         alimdl = os.path.join(gmm_dir, "final.alimdl")
         mdl = os.path.join(gmm_dir, "final.mdl")
@@ -117,14 +123,17 @@ class SpeakerAdapter:
         best path: ``Posteriors``)."""
         from hybridasr.features.fmllr import apply_transform
 
-        w1 = self._stats(self.si_gmm, feats, first_pass, what).estimate()
+        w1 = self._stats(self.si_gmm, feats, first_pass, what).estimate(
+            min_count=self.min_count, update_type=self.update_type)
         adapted = [apply_transform(x, w1) for x in feats]
-        w2 = self._stats(self.gmm, adapted, first_pass, what).estimate()
+        w2 = self._stats(self.gmm, adapted, first_pass, what).estimate(
+            min_count=self.min_count, update_type=self.update_type)
         a2, b2 = w2[:, :-1], w2[:, -1]
         return np.hstack([a2 @ w1[:, :-1], (a2 @ w1[:, -1] + b2)[:, None]])
 
 
-def adapter_of(model_dir, graph_dir: str) -> Optional["SpeakerAdapter"]:
+def adapter_of(model_dir, graph_dir: str, update_type: str = UPDATE_TYPES[0],
+               min_count: float = MIN_COUNT) -> Optional["SpeakerAdapter"]:
     """For a model dir of a network trained on a SAT GMM's fMLLR features (``fmllr_gmm``): a
     ``SpeakerAdapter``, with a note; None for others."""
     from hybridasr.kaldi.transition_model import read_transition_model
@@ -140,11 +149,13 @@ def adapter_of(model_dir, graph_dir: str) -> Optional["SpeakerAdapter"]:
                 "recording is adapted as its own speaker, as Kaldi's decode_fmllr.sh (a "
                 "first pass with the speaker-independent GMM, an fMLLR transform from it)",
                 model_dir.path, gmm)
-    return SpeakerAdapter(gmm, graph_dir, read_transition_model(model_dir.mdl))
+    return SpeakerAdapter(gmm, graph_dir, read_transition_model(model_dir.mdl), update_type,
+                          min_count)
 
 
 def estimate_data_dir(gmm_dir: str, graph_dir: str, data_dir: str, beam: float = 13.0,
-                      max_active: int = 7000) -> Dict[str, np.ndarray]:
+                      max_active: int = 7000, update_type: str = UPDATE_TYPES[0],
+                      min_count: float = MIN_COUNT) -> Dict[str, np.ndarray]:
     """{speaker: fMLLR transform} of a data dir's speakers (its raw ``feats.scp``, per-speaker
     ``cmvn.scp``, ``utt2spk``), as Kaldi's ``steps/decode_fmllr.sh`` estimates them before its
     final pass: ``SpeakerAdapter.transform`` over each speaker's utterances, the passes on
@@ -158,7 +169,7 @@ def estimate_data_dir(gmm_dir: str, graph_dir: str, data_dir: str, beam: float =
 
     fst_path = os.path.join(graph_dir, "HCLG.fst")
     tm, fst, max_ilabel = load_model_and_graph(os.path.join(gmm_dir, "final.mdl"), fst_path)
-    adapter = SpeakerAdapter(gmm_dir, graph_dir, tm)
+    adapter = SpeakerAdapter(gmm_dir, graph_dir, tm, update_type, min_count)
     first_pass = pass_posteriors(fst, tm, max_ilabel, fst_path, beam, max_active)
 
     u2s = read_map(os.path.join(data_dir, "utt2spk"))

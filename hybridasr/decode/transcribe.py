@@ -48,6 +48,7 @@ from hybridasr.errors import ConfigError, FormatError, HybridAsrError
 from hybridasr.features.audio import Audio
 from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
 from hybridasr.features.extractor import FeatureExtractor
+from hybridasr.features.fmllr_estimate import MIN_COUNT, UPDATE_TYPES
 from hybridasr.features.make_feats import Resampler
 from hybridasr.features.online_cmvn import online_cmvn
 from hybridasr.features.transform import FeatureTransform
@@ -86,6 +87,13 @@ class TranscribeOptions:
                                "the training data's cmvn.scp), else per recording | online | "
                                "utterance: each recording's own means | none",
                        choices=("auto", "online", "utterance", "none"))
+    fmllr_update_type: str = option(
+        UPDATE_TYPES[0], "a network of a SAT GMM's fMLLR features: the speakers' transforms, "
+        "as Kaldi's --fmllr-update-type (full: Kaldi's default)", choices=UPDATE_TYPES)
+    fmllr_min_count: float = option(
+        MIN_COUNT, "fewest frames (silence weighted 0.01) of a speaker for a transform, else "
+        "the identity (Kaldi's --fmllr-min-count; its default 500 leaves a recording of a few "
+        "seconds unadapted)", minimum=0)
     chunking: str = option("", "size:step, as train.py's: the network runs over windows of "
                                "size frames every step frames, each keeping its middle step "
                                "outputs (a latency-controlled BLSTM's chunks); empty: whole "
@@ -131,7 +139,8 @@ class Transcriber:
         self.num_pdfs = int(meta["num_pdfs"])
         feat_dim = model_dir.features.feature_dim
         # a network of a SAT GMM's fMLLR features: the recording adapted as decode_fmllr.sh
-        self.sat = None if self.exported else adapter_of(model_dir, graph_dir)
+        self.sat = None if self.exported else adapter_of(
+            model_dir, graph_dir, opts.fmllr_update_type, opts.fmllr_min_count)
         if self.sat is not None:
             feat_dim = self.sat.pipeline.output_dim(feat_dim) or feat_dim
         if "input_dim" in meta and self.transform.output_dim(feat_dim) != int(meta["input_dim"]):

@@ -1,17 +1,22 @@
 """Estimating an fMLLR (constrained MLLR) transform of a speaker from a diagonal-covariance GMM,
-as Kaldi's ``gmm-est-fmllr --fmllr-update-type=full`` (``transform/fmllr-diag-gmm.{h,cc}``:
-``FmllrDiagGmmAccs``, ``ComputeFmllrMatrixDiagGmmFull``; Gales 1998).
+as Kaldi's ``gmm-est-fmllr`` (``transform/fmllr-diag-gmm.{h,cc}``: ``FmllrDiagGmmAccs``,
+``ComputeFmllrMatrixDiagGmmFull``/``Diagonal``/``Offset``; Gales 1998).
 
 Statistics, per frame ``x`` (its extended ``[x; 1]`` written ``x~``) with weight ``w`` and the
 posteriors ``g`` of the Gaussians of its pdf (given the frame, under the untransformed model,
 or another of the same Gaussians: ``gmm-est-fmllr-gpost``'s speaker-independent one):
 ``beta += w``, ``K += w sum_g g mu_g / var_g (x~)^T`` (``d x (d+1)``) and, for each dimension
 ``i``, ``G_i += w sum_g g / var_g[i] x~ x~^T`` (``(d+1) x (d+1)``). The transform ``W = [A b]``
-maximises ``beta log|det A| + sum_i (w_i k_i - 1/2 w_i G_i w_i^T)``, row by row from the
-identity: each row is ``(alpha c_i + k_i) G_i^-1``, ``c_i`` the row of ``A``'s cofactors and
-``alpha`` the root of ``alpha^2 c_i G_i^-1 c_i + alpha c_i G_i^-1 k_i - beta = 0`` with the
-higher objective; Kaldi's 40 passes over the rows. Below ``min_count`` frames (Kaldi's 20) the
-transform stays the identity, as Kaldi's does.
+maximises ``beta log|det A| + sum_i (w_i k_i - 1/2 w_i G_i w_i^T)``.
+
+Update types (Kaldi's ``--fmllr-update-type``): ``full`` (the default, as Kaldi's), row by row
+from the identity: each row is ``(alpha c_i + k_i) G_i^-1``, ``c_i`` the row of ``A``'s
+cofactors and ``alpha`` the root of ``alpha^2 c_i G_i^-1 c_i + alpha c_i G_i^-1 k_i - beta = 0``
+with the higher objective, Kaldi's 40 passes over the rows; ``diag``, ``A`` diagonal, each scale
+(the positive root) and offset in closed form; ``offset``, ``A`` the identity; ``none``. Below
+``min_count`` frames of ``beta`` the transform stays the identity, as Kaldi's does; its
+``--fmllr-min-count`` is 500, ``MIN_COUNT`` here 20: Kaldi's would leave a recording of a few
+seconds unadapted, which a network trained on fMLLR features reads far worse (docs/transcribe.md).
 """
 from __future__ import annotations
 
@@ -19,10 +24,11 @@ import numpy as np
 
 from hybridasr.errors import FormatError
 
-__all__ = ["FmllrAccs", "NUM_ITERS", "MIN_COUNT"]
+__all__ = ["FmllrAccs", "NUM_ITERS", "MIN_COUNT", "UPDATE_TYPES"]
 
-NUM_ITERS = 40     # Kaldi's FmllrOptions::num_iters
-MIN_COUNT = 20.0   # Kaldi's FmllrOptions::min_count
+NUM_ITERS = 40    # Kaldi's FmllrOptions::num_iters
+MIN_COUNT = 20.0  # the toolkit's; Kaldi's --fmllr-min-count is 500 (the module's docstring)
+UPDATE_TYPES = ("full", "diag", "offset", "none")  # Kaldi's; the first the default
 
 
 class FmllrAccs:
@@ -86,11 +92,22 @@ class FmllrAccs:
         return float(self.beta * np.linalg.slogdet(W[:, :d])[1] + np.sum(W * self.K)
                      - 0.5 * quad)
 
-    def estimate(self, num_iters: int = NUM_ITERS, min_count: float = MIN_COUNT) -> np.ndarray:
-        """The transform ``[A b]`` (``d x (d+1)``); the identity below ``min_count`` frames."""
+    def estimate(self, num_iters: int = NUM_ITERS, min_count: float = MIN_COUNT,
+                 update_type: str = UPDATE_TYPES[0]) -> np.ndarray:
+        """The transform ``[A b]`` (``d x (d+1)``) of ``update_type`` (``UPDATE_TYPES``); the
+        identity below ``min_count`` frames."""
         d = self.gmm.dim
         W = np.hstack([np.eye(d), np.zeros((d, 1))])
-        if self.beta < min_count:
+        if update_type not in UPDATE_TYPES:
+            raise ValueError(f"unknown fMLLR update type {update_type!r}: one of "
+                             f"{'|'.join(UPDATE_TYPES)}")
+        if self.beta < min_count or self.beta <= 0 or update_type == "none":
+            return W
+        if update_type == "diag":
+            return self._diagonal(W)
+        if update_type == "offset":
+            for i in range(d):  # the objective's maximum in b_i with A = I
+                W[i, d] = (self.K[i, d] - self.G[i][i, d]) / self.G[i][d, d]
             return W
         G_inv = np.linalg.inv(self.G)
         for _ in range(num_iters):
@@ -106,4 +123,20 @@ class FmllrAccs:
                     if f > best_f:
                         best, best_f = alpha, f
                 W[i] = G_inv[i] @ (best * c + k)
+        return W
+
+    def _diagonal(self, W: np.ndarray) -> np.ndarray:
+        """``A`` diagonal: per row, the offset ``o`` at its best for a scale ``s`` is
+        ``(k_id - s g_idi) / g_idd``; then ``a s^2 + b s + beta = 0`` with ``a = g_idi^2 / g_idd
+        - g_iii`` (negative) and ``b = k_ii - g_idi k_id / g_idd``, its positive root."""
+        d = self.gmm.dim
+        for i in range(d):
+            G = self.G[i]
+            k_ii, k_id = self.K[i, i], self.K[i, d]
+            g_iii, g_idd, g_idi = G[i, i], G[d, d], G[d, i]
+            a = g_idi * g_idi / g_idd - g_iii
+            b = k_ii - g_idi * k_id / g_idd
+            s = (-b - np.sqrt(b * b - 4.0 * a * self.beta)) / (2.0 * a)
+            W[i, i] = s
+            W[i, d] = (k_id - s * g_idi) / g_idd
         return W
