@@ -20,6 +20,7 @@ from hybridasr.features.fmllr_estimate import FmllrAccs
 from hybridasr.kaldi.gmm_model import read_gmm_model
 from hybridasr.kaldi.io.matrix_reader import iter_feature_scp
 from hybridasr.kaldi.io.table import read_map
+from test_fmllr_feats import data_copy
 
 
 @pytest.fixture(scope="module")
@@ -145,19 +146,6 @@ def test_gaussian_posteriors_of_another_model(shared_dir, speakers):
         FmllrAccs(gmm).accumulate(x, pdfs, w, post_gmm=other)
 
 
-def _test_data_dir(h, tmp_path):
-    """kaldi_hindi_sat's data/test in tmp_path, its scp files pointing into the dir."""
-    data = tmp_path / "test"
-    data.mkdir()
-    for f in (h / "data/test").iterdir():
-        if f.is_file():
-            text = f.read_text()
-            if f.name in ("feats.scp", "cmvn.scp"):
-                text = text.replace(" mfcc/", f" {h}/mfcc/")
-            (data / f.name).write_text(text)
-    return data
-
-
 def test_best_paths_where_no_lattice_decoder(shared_dir, tmp_path, monkeypatch, caplog):
     """Without the toolkit's C++ lattice decoder the passes take the 1-best decoder's paths
     (posteriors of 1.0), with a note: a transform per speaker still, not the identity."""
@@ -170,7 +158,7 @@ def test_best_paths_where_no_lattice_decoder(shared_dir, tmp_path, monkeypatch, 
 
     monkeypatch.setattr(lattice_decoder, "LatticeDecoder", unavailable)
     h = shared_dir / "data" / "kaldi_hindi_sat"
-    data = _test_data_dir(h, tmp_path)
+    data = data_copy(h, "test", tmp_path / "test")
     with caplog.at_level(logging.WARNING):
         got = speaker_adapt.estimate_data_dir(str(h / "exp/tri3b_ali"),
                                               str(h / "exp/tri3b/graph"), str(data))
@@ -188,7 +176,7 @@ def test_estimate_fmllr_py_on_the_test_speakers(shared_dir, tmp_path):
     from train_helpers import load_pybin
 
     h = shared_dir / "data" / "kaldi_hindi_sat"
-    data = _test_data_dir(h, tmp_path)
+    data = data_copy(h, "test", tmp_path / "test")
     out = tmp_path / "trans.1"
     assert load_pybin("estimate_fmllr").main([str(h / "exp/tri3b_ali"), str(h / "exp/tri3b/graph"),
                                               str(data), f"ark:{out}"]) == 0

@@ -24,7 +24,7 @@ def hindi(shared_dir) -> Path:
     return shared_dir / "data" / "kaldi_hindi_sat"
 
 
-def _data_copy(hindi: Path, name: str, dst: Path) -> Path:
+def data_copy(hindi: Path, name: str, dst: Path) -> Path:
     """data/<name> with absolute feats.scp/cmvn.scp paths and no split dirs."""
     dst.mkdir(parents=True)
     for f in (hindi / "data" / name).iterdir():
@@ -65,7 +65,7 @@ def _run(cmd, env, cwd):
                                                 ("train", "exp/tri3b_ali")])
 def test_step_equals_transform_feats_by_hand(hindi, tmp_path, env_with_path, repo_dir, name,
                                              transform_dir):
-    src = _data_copy(hindi, name, tmp_path / "src")
+    src = data_copy(hindi, name, tmp_path / "src")
     gmm = hindi / "exp" / ("tri3b" if name == "test" else "tri3b_ali")
     tdir = hindi / transform_dir
     _run([str(repo_dir / "steps/nnet/make_fmllr_feats.sh"), "--nj", "2", "--transform-dir",
@@ -92,7 +92,7 @@ def test_speaker_without_transform_is_skipped_and_counted(hindi, tmp_path, caplo
     """transform-feats: no transform for an utterance's speaker: a warning, no output for it."""
     import importlib.util
 
-    src = _data_copy(hindi, "test", tmp_path / "src")
+    src = data_copy(hindi, "test", tmp_path / "src")
     only = dict(kaldiio.load_ark(str(hindi / "exp/tri3b/decode/trans.1")))
     assert list(only) == ["pramod"]
     tdir = tmp_path / "trans_dir"
@@ -136,7 +136,7 @@ def test_test_set_transform_dir_choice_and_fallback(hindi, tmp_path):
 def test_without_transforms_the_lda_mllt_features(hindi, tmp_path, env_with_path, repo_dir):
     """make_fmllr_feats.sh without --transform-dir: the speaker-independent LDA+MLLT features
     (what estimate_fmllr.py's first pass reads where a test set has no transforms)."""
-    src = _data_copy(hindi, "test", tmp_path / "src")
+    src = data_copy(hindi, "test", tmp_path / "src")
     _run([str(repo_dir / "steps/nnet/make_fmllr_feats.sh"), "--nj", "1", "out", "src",
           str(hindi / "exp/tri3b"), "log", "fea"], env_with_path, tmp_path)
     out = dict(iter_feature_scp(str(tmp_path / "out" / "feats.scp")))

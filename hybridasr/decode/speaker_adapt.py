@@ -29,7 +29,7 @@ from hybridasr.features.fmllr_estimate import MIN_COUNT, UPDATE_TYPES
 log = logging.getLogger(__name__)
 
 __all__ = ["SpeakerAdapter", "adapter_of", "estimate_data_dir", "best_path_posteriors",
-           "FIRST_PASS_ACWT", "SILENCE_WEIGHT", "LATTICE_BEAM"]
+           "posteriors_of", "FIRST_PASS_ACWT", "SILENCE_WEIGHT", "LATTICE_BEAM"]
 
 FIRST_PASS_ACWT = 0.083333  # decode_fmllr.sh's --acwt (a GMM's 1/12)
 SILENCE_WEIGHT = 0.01       # decode_fmllr.sh's --silence-weight
@@ -69,7 +69,7 @@ class SpeakerAdapter:
         alimdl = os.path.join(gmm_dir, "final.alimdl")
         mdl = os.path.join(gmm_dir, "final.mdl")
         _, self.gmm = read_gmm_model(mdl)
-        _, self.si_gmm = read_gmm_model(alimdl if os.path.isfile(alimdl) else mdl)
+        self.si_gmm = read_gmm_model(alimdl)[1] if os.path.isfile(alimdl) else self.gmm
         for name, g in (("final.mdl", self.gmm), ("its first-pass model", self.si_gmm)):
             if g.num_pdfs != tm.num_pdfs:
                 raise FormatError(f"{gmm_dir}: {name} has {g.num_pdfs} pdfs, the network "
@@ -191,27 +191,31 @@ def pass_posteriors(fst, tm, max_ilabel: int, fst_path: str, beam: float = 13.0,
     from hybridasr.decode.decoder import DecodeOptions, MappedDecoder
     from hybridasr.decode.lattice_decoder import (LatgenOptions, LatticeDecoder,
                                                   LatticesUnavailable)
-    from hybridasr.graph.lattice_forward_backward import lattice_to_post
 
     try:
-        lat_decoder = LatticeDecoder(fst, tm.tid2pdf, tm.num_pdfs,
-                                     LatgenOptions(beam=beam, max_active=max_active,
-                                                   lattice_beam=LATTICE_BEAM),
-                                     max_ilabel, fst_path=fst_path)
+        return posteriors_of(LatticeDecoder(fst, tm.tid2pdf, tm.num_pdfs,
+                                            LatgenOptions(beam=beam, max_active=max_active,
+                                                          lattice_beam=LATTICE_BEAM),
+                                            max_ilabel, fst_path=fst_path), None, tm.tid2pdf)
     except LatticesUnavailable as e:
         log.warning("note: the fMLLR passes take best paths, not lattice posteriors: %s", e)
-        decoder = MappedDecoder(fst, tm.tid2pdf, tm.num_pdfs,
-                                DecodeOptions(beam=beam, max_active=max_active), max_ilabel,
-                                fst_path=fst_path)
+        return posteriors_of(None, MappedDecoder(fst, tm.tid2pdf, tm.num_pdfs,
+                                                 DecodeOptions(beam=beam,
+                                                               max_active=max_active),
+                                                 max_ilabel, fst_path=fst_path), tm.tid2pdf)
 
-        def best_path(loglikes: np.ndarray, acwt: float) -> Posteriors:
+
+def posteriors_of(lattice_decoder, decoder, tid2pdf: np.ndarray) -> FirstPass:
+    """A pass's posteriors with these decoders: ``lattice_decoder``'s lattice and
+    ``lattice-to-post``, or where it is None the 1-best ``decoder``'s path."""
+    from hybridasr.graph.lattice_forward_backward import lattice_to_post
+
+    def posteriors(loglikes: np.ndarray, acwt: float) -> Posteriors:
+        if lattice_decoder is None:
             r = decoder.decode(loglikes, acwt)
             return best_path_posteriors(r.alignment) if r.ok else None
-        return best_path
-
-    def lattice_post(loglikes: np.ndarray, acwt: float) -> Posteriors:
-        r = lat_decoder.decode(loglikes, acwt)
+        r = lattice_decoder.decode(loglikes, acwt)
         if not r.ok:
             return None
-        return lattice_to_post(r.lattice, loglikes, tm.tid2pdf, acwt, "an fMLLR pass")
-    return lattice_post
+        return lattice_to_post(r.lattice, loglikes, tid2pdf, acwt, "an fMLLR pass")
+    return posteriors

@@ -43,7 +43,7 @@ from hybridasr.decode.lattice_best_path import best_path
 from hybridasr.decode.loglikes import scaled_loglikes
 from hybridasr.decode.model_dir import ModelDir
 from hybridasr.decode.recordings import Recording, Result, read_audio, recordings  # noqa: F401
-from hybridasr.decode.speaker_adapt import adapter_of, best_path_posteriors
+from hybridasr.decode.speaker_adapt import adapter_of, posteriors_of
 from hybridasr.errors import ConfigError, FormatError, HybridAsrError
 from hybridasr.features.audio import Audio
 from hybridasr.features.cmvn import accumulate_cmvn_stats, apply_cmvn
@@ -52,7 +52,6 @@ from hybridasr.features.fmllr_estimate import MIN_COUNT, UPDATE_TYPES
 from hybridasr.features.make_feats import Resampler
 from hybridasr.features.online_cmvn import online_cmvn
 from hybridasr.features.transform import FeatureTransform
-from hybridasr.graph.lattice_forward_backward import lattice_to_post
 from hybridasr.options import option
 
 log = logging.getLogger(__name__)
@@ -179,6 +178,8 @@ class Transcriber:
         self.frame_shift = model_dir.features.frame_shift / 1000.0 * (self.factor if
                                                                        self.chain else 1)
         self.lattice_decoder, self.decoder = self._decoders(fst_obj, max_ilabel, fst, want_ctm)
+        # a SAT network's GMM passes: transition-id posteriors from these decoders
+        self._first_pass = posteriors_of(self.lattice_decoder, self.decoder, self.tm.tid2pdf)
         # a ConfidenceCalibration (hybridasr.decode.confidence_calibration) for the CTM's
         # confidences; None: the lattice posteriors as they are
         self.calibration = None
@@ -302,17 +303,6 @@ class Transcriber:
         if self.md.cmvn == "utterance":
             return apply_cmvn(feats, accumulate_cmvn_stats(feats), True, norm_vars)
         return feats
-
-    def _first_pass(self, loglikes: np.ndarray, acwt: float):
-        """A GMM pass's transition-id posteriors (``speaker_adapt.Posteriors``): its
-        lattice's (``lattice-to-post``), or the 1-best decoder's path; None: no path."""
-        if self.lattice_decoder is None:
-            r = self.decoder.decode(loglikes, acwt)
-            return best_path_posteriors(r.alignment) if r.ok else None
-        r = self.lattice_decoder.decode(loglikes, acwt)
-        if not r.ok:
-            return None
-        return lattice_to_post(r.lattice, loglikes, self.tm.tid2pdf, acwt, "an fMLLR pass")
 
     def loglikes(self, feats: np.ndarray) -> np.ndarray:
         """Decoding's log-likelihoods: a frame model's (log-softmax minus scaled log-priors) at

@@ -311,13 +311,11 @@ def lattice_to_post(lat: CompactLattice, loglikes: np.ndarray, tid2pdf: np.ndarr
     r = forward_backward(LatticeBatch.of([fl]), scores)
     if not np.isfinite(r.logz[0]):
         raise FormatError(f"{what}: no path through the lattice")
-    key = fl.time.astype(np.int64) * (int(fl.tid.max()) + 1) + fl.tid
-    uniq, inv = np.unique(key, return_inverse=True)
+    n = int(fl.tid.max()) + 1
+    uniq, inv = np.unique(fl.time.astype(np.int64) * n + fl.tid, return_inverse=True)
     post = np.bincount(inv, weights=r.posterior, minlength=len(uniq))
     keep = post > 0
-    frames = (uniq // (int(fl.tid.max()) + 1))[keep]
-    tids = (uniq % (int(fl.tid.max()) + 1))[keep]
-    return frames.astype(np.int64), tids.astype(np.int64), post[keep]
+    return uniq[keep] // n, uniq[keep] % n, post[keep]
 
 
 def path_enumeration(lat: FrameLattice, scores: np.ndarray,
