@@ -71,7 +71,7 @@ def test_ten_utterances_of_ten_digits_train_on_all(kaldi_digits, tmp_path, monke
                            "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule_all_data.conf",
                            "chain_model_config": "conf/model/tdnnf_small.conf",
-                           "gmm_weight": "0.5"}
+                           "gmm_weight": "0.67"}
     assert "training on all 10 utterances" in doc["measured"]["split"]
     lines = dd.describe(doc)
     assert lines[0].startswith("data/train: 10 utterances of 1 speaker(s)")
@@ -130,20 +130,24 @@ def test_frame_mlp_where_no_cv_set_judges_a_tiny_dir(hours, cv_set, model, batch
         assert "flat start's alignment" in flat["model_config"]["why"]
 
 
-@pytest.mark.parametrize("hours,flat_start,weight", [
-    (0.01, False, "0.5"), (0.49, False, "0.5"), (0.5, False, "0"), (100.0, False, "0"),
-    (0.01, True, "0"), (5.0, True, "0")])
-def test_gmm_weight_below_half_an_hour_on_a_gmms_alignment(hours, flat_start, weight):
-    """Decoding adds the alignment GMM's log-likelihoods (0.5 each) below 0.5 h of audio, on a
-    GMM's alignment; the flat start has no GMM of the network's tree."""
-    for cv_set in (True, False):
-        size = dd.DataSize(100, 10, hours, cv_set, "", cv_utterances=10, cv_words=30,
-                           cv_frames=3000, cv_small=not cv_set)
-        got = dd.choose(size, flat_start=flat_start)["gmm_weight"]
-        assert got["value"] == weight
-        assert ("--ali none" in got["why"]) == flat_start
-        if weight != "0":
-            assert "0.5 each" in got["why"] and "kaldi_hindi_sat" in got["why"]
+@pytest.mark.parametrize("hours,flat_start,cv_set,weight", [
+    (0.01, False, True, "0.5"), (0.49, False, True, "0.5"), (0.01, False, False, "0.67"),
+    (0.49, False, False, "0.67"), (0.5, False, True, "0"), (0.5, False, False, "0"),
+    (100.0, False, True, "0"), (0.01, True, True, "0"), (0.01, True, False, "0"),
+    (5.0, True, True, "0")])
+def test_gmm_weight_below_half_an_hour_on_a_gmms_alignment(hours, flat_start, cv_set, weight):
+    """Decoding adds the alignment GMM's log-likelihoods below 0.5 h of audio, on a GMM's
+    alignment: 0.5 each where a cv set judges the network's epochs, the GMM at 0.67 where
+    none does (tutorial-sized dirs); the flat start has no GMM of the network's tree."""
+    size = dd.DataSize(100, 10, hours, cv_set, "", cv_utterances=10 if cv_set else 2,
+                       cv_words=30 if cv_set else 6, cv_frames=3000, cv_small=not cv_set)
+    got = dd.choose(size, flat_start=flat_start)["gmm_weight"]
+    assert got["value"] == weight
+    assert ("--ali none" in got["why"]) == flat_start
+    if weight == "0.5":
+        assert "0.5 each" in got["why"] and "kaldi_hindi_sat" in got["why"]
+    if weight == "0.67":
+        assert "too small to judge an epoch" in got["why"] and "kaldi_tiny_2spk" in got["why"]
 
 
 @pytest.mark.parametrize("hours,model", [
@@ -282,7 +286,7 @@ def test_tiny_real_dirs_cv_too_small_train_on_all(shared_dir, monkeypatch, name,
                            "flat_model_config": "conf/model/blstm_small.conf",
                            "schedule_config": "conf/schedule_all_data.conf",
                            "chain_model_config": "conf/model/tdnnf_small.conf",
-                           "gmm_weight": "0.5"}
+                           "gmm_weight": "0.67"}
     why = doc["chosen"]["schedule_config"]["why"]
     assert f"{cv_words} words" in why and "too small to judge an epoch" in why
     assert any("--schedule-config conf/schedule_all_data.conf  (the cv set" in ln

@@ -35,7 +35,7 @@ parallel=            # with --nproc > 1: ddp (default) | average
 train_opts=          # more options for pybin/train.py, e.g. "--amp=bf16 --max-iters=10"
 torchrun_opts=       # torchrun's own options, e.g. "--nnodes 2 --rdzv-endpoint host:29400"
 decode_opts=         # more options for steps/nnet/decode.sh
-gmm_weight=auto      # >0: decoding adds the --ali GMM's log-likelihoods at this weight (auto: 0.5 below 0.5 h)
+gmm_weight=auto      # >0: decoding adds the --ali GMM's log-likelihoods at this weight (auto: 0.5 below 0.5 h, 0.67 there without a cv set)
 ref_normalize=false  # true: score against the reference words as alignment reads them (the GMM's too)
 exp_name=blstm       # the network's dir: exp/<name>
 decode_sets=test     # data/<set>s each model decodes into <exp>/decode_<set>, e.g. "test train_cv10"
