@@ -46,7 +46,7 @@ def chain_run(tmp_path_factory, kaldi_digits, env_with_path):
             "--objective=lfmmi", f"--lfmmi-den-fst={d / 'exp/chain/den'}", str(tr), str(cv),
             str(d / "exp/mono_ali"), str(d / "exp/mono_ali"), str(exp)]
     assert load_pybin("train").main(argv) == 0
-    return SimpleNamespace(d=d, tr=tr, cv=cv, exp=exp, run=run)
+    return SimpleNamespace(d=d, tr=tr, cv=cv, exp=exp, run=run, argv=argv)
 
 
 def test_lfmmi_training_lowers_the_cv_objective(chain_run):
@@ -76,6 +76,44 @@ def test_lfmmi_training_lowers_the_cv_objective(chain_run):
 
     _, meta = load_model(str(exp / "final.nnet"))
     assert meta["objective"] == "lfmmi"
+
+
+def test_final_combination_of_a_finished_training(chain_run, tmp_path):
+    """--combine-models=2 given to the finished training again (a resume): Kaldi's final
+    combination, the average of the last 2 epochs' models chosen where its cv objective is
+    better than the last model's; the state records it, so a third run does not combine."""
+    from hybridasr.models import load_model
+
+    exp = tmp_path / "tdnn"
+    shutil.copytree(chain_run.exp, exp, symlinks=True)
+    argv = chain_run.argv[:-1] + ["--combine-models=2", str(exp)]
+    assert load_pybin("train").main(argv) == 0
+    report = json.loads((exp / "combine.json").read_text())
+    h = [json.loads(x) for x in open(exp / "metrics.jsonl", encoding="utf-8")]
+    assert [c["epochs"] for c in report["candidates"]] == [[2], [2, 1]]
+    assert report["candidates"][0]["cv_loss"] == pytest.approx(h[2]["cv_loss"], rel=1e-5)
+    best = min(report["candidates"], key=lambda c: c["cv_loss"])
+    assert report["chosen_models"] == best["models"] and report["cv_loss"] == best["cv_loss"]
+    e1, _ = load_model(str(exp / "nnet/epoch1.nnet"))
+    e2, _ = load_model(str(exp / "nnet/epoch2.nnet"))
+    final, meta = load_model(str(exp / "final.nnet"))
+    state = json.loads((exp / "train_state.json").read_text())
+    assert state["combined"]["models"] == report["chosen_models"]
+    if report["chosen_models"] == 2:
+        assert (exp / "final.nnet").resolve() == (exp / "nnet/combined.nnet").resolve()
+        assert meta["combined_epochs"] == [2, 1]
+        want = {k: (v + e1.state_dict()[k]) / 2 for k, v in e2.state_dict().items()}
+    else:
+        assert (exp / "final.nnet").resolve() == (exp / "nnet/epoch2.nnet").resolve()
+        want = e2.state_dict()
+    got = final.state_dict()
+    for k, v in want.items():
+        if v.is_floating_point():
+            assert torch.allclose(got[k], v, atol=1e-6), k
+    # resumed again: the combination is not made twice
+    stamp = (exp / "combine.json").stat().st_mtime_ns
+    assert load_pybin("train").main(argv) == 0
+    assert (exp / "combine.json").stat().st_mtime_ns == stamp
 
 
 def test_chain_decoding_writes_subsampled_loglikes_and_wer(chain_run, monkeypatch):

@@ -87,6 +87,9 @@ def test_remove_run_removes_every_file_of_the_trainer_and_nothing_else(finished,
     exp = _copy(finished, tmp_path)
     (exp / "nnet" / ".epoch3.opt.abc123xy.tmp").write_text("torn")  # a killed atomic write
     (exp / ".train_state.json.k2j3h4g5.tmp").write_text("torn")
+    # the final combination's (--combine-models: hybridasr.train.combine)
+    (exp / "nnet" / "combined.nnet").write_text("an average")
+    (exp / "combine.json").write_text("{}")
     before = set(_files(exp))
     removed = {os.path.relpath(p, exp) for p in remove_run(str(exp))}
     kept = {"train.conf", "config.json", ".lock"} | set(NOT_THE_TRAINERS)  # the command line's own

@@ -1,6 +1,7 @@
 """Training state on disk, so that ``train.sh`` run again resumes where it stopped.
 
-``<dir>/nnet/epoch<N>.nnet`` (a model, ``hybridasr.models.save_model``), ``epoch<N>.opt``
+``<dir>/nnet/epoch<N>.nnet`` (a model, ``hybridasr.models.save_model``; ``combined.nnet``:
+``hybridasr.train.combine``'s), ``epoch<N>.opt``
 (the optimizer's state dict), under ``--parallel=average`` with a decay ``epoch<N>.avg`` (the
 parameter averager's previous average V(t-1), ``ParameterAverager.state_dict``) and, for a
 model newbob did not accept, ``epoch<N>.nnet_rejected``. ``<dir>/train_state.json`` names the
@@ -35,11 +36,11 @@ from hybridasr.utils.atomic import atomic_open, atomic_path, fsync_dir
 STATE_FILE = "train_state.json"
 # what the trainer writes in the exp dir beside nnet/ (train.conf and config.json are the
 # command line's, rewritten by every run; logs and the files train.sh copies are not the trainer's)
-RUN_FILES = ("metrics.jsonl", "curves.png", "global_stats.json")
+RUN_FILES = ("metrics.jsonl", "curves.png", "global_stats.json", "combine.json")
 # (and the in-epoch checkpoints, ``hybridasr.train.partial``: epoch<N>.partial.json, the
 # pointer, and epoch<N>.batch<K>.partial)
-_MODEL_FILE = re.compile(r"^epoch\d+\.(nnet|nnet_rejected|opt|avg|partial\.json|"
-                         r"batch\d+\.partial)$")
+_MODEL_FILE = re.compile(r"^(epoch\d+\.(nnet|nnet_rejected|opt|avg|partial\.json|"
+                         r"batch\d+\.partial)|combined\.nnet)$")
 
 log = logging.getLogger(__name__)
 

@@ -52,6 +52,10 @@ class TrainConfig(ObjectiveOptions, DeviceOptions):
                                  "(Kaldi nnet1's --nnet-init; e.g. the previous realignment "
                                  "round's final.nnet): same model config, input dim and "
                                  "number of pdfs")
+    combine_models: int = option(0, "at the end, final.nnet is the average of the last n "
+                                    "kept epochs' models for the n of 1..N with the best cv "
+                                    "objective (Kaldi's final combination, nnet3-chain-combine; "
+                                    "hybridasr.train.combine); 0 or 1: no averaging", minimum=0)
     keep_initial_model: bool = option(False, "with --init-model: when no epoch improves on "
                                              "it, it becomes final.nnet (a warning) instead of "
                                              "an error (a realignment round that goes on "

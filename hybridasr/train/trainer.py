@@ -282,6 +282,9 @@ class Trainer:
         while not state["done"]:
             state = self._one_epoch(state)
             self._publish(state)
+        if self.tcfg.combine_models > 1 and "combined" not in state:
+            state = self._combine(state)
+            self._publish(state)
         if (self.tcfg.init_model and self.tcfg.keep_initial_model
                 and not ckpt.improved_on_initial(state)):
             log.warning("no epoch improved on the initial model %s (cv loss %.4f): it is kept "
@@ -290,9 +293,39 @@ class Trainer:
         else:
             ckpt.check_improved(self.exp, state, self.info.is_main)  # all rejected: an error
         if self.info.is_main:
-            ckpt.link_final(self.exp, os.path.join(self.exp, state["best"]))
+            final = (state.get("combined") or {}).get("model") or state["best"]
+            ckpt.link_final(self.exp, os.path.join(self.exp, final))
         barrier(self.info)
         return state
+
+    def _combine(self, state: dict) -> dict:
+        """Kaldi's final combination (``--combine-models``, ``hybridasr.train.combine``)."""
+        from hybridasr.models import save_model
+        from hybridasr.train import combine
+
+        records = combine.last_models(state["history"], self.tcfg.combine_models)
+        if len(records) < 2 or not ckpt.improved_on_initial(state):
+            log.info("--combine-models=%d: %d kept epoch(s), nothing to average",
+                     self.tcfg.combine_models, len(records))
+            return dict(state, combined={"model": None, "models": len(records)})
+        model, n, report = combine.combine(
+            records, self._load, lambda m: self._cv_criterion(self.evaluate(m)))
+        rel = None
+        if n > 1:
+            rel = combine.COMBINED
+            if self.info.is_main:
+                save_model(os.path.join(self.exp, rel), model, self.mcfg,
+                           self.meta(epoch=records[0]["epoch"],
+                                     combined_epochs=report["chosen_epochs"],
+                                     cv_loss=report["cv_loss"]))
+        if self.info.is_main:
+            combine.write_report(self.exp, report)
+        log.info("final combination: the last %d model(s) (epochs %s), cv %.4f against %.4f "
+                 "for the last alone", n, ",".join(map(str, report["chosen_epochs"])),
+                 report["cv_loss"], report["candidates"][0]["cv_loss"])
+        return dict(state, combined={"model": rel, "models": n,
+                                     "epochs": report["chosen_epochs"],
+                                     "cv_loss": report["cv_loss"]})
 
     def _one_epoch(self, state: dict) -> dict:
         epoch = state["epoch"] + 1
