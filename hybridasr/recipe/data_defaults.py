@@ -62,7 +62,7 @@ gmm_weight                ``GMM_WEIGHT`` (the GMM of ``--ali``    test errors ov
                                                                   kaldi_tiny_2spk 18 / 19 / 24
                                                                   / 18 of 540; kaldi_tiny_1spk
                                                                   43 / 43 / 51 / 63 of 270
-                                                                  (docs/gmm_fusion.md)
+                                                                  (docs/gmm_fusion_tiny.md)
 ========================  ======================================  ==========================
 
 The figures are in ``docs/accuracy.md`` (``python -m experiments.accuracy``). Each choice is
@@ -124,7 +124,7 @@ GMM_WEIGHT = "0.5"
 # where no cv set judges an epoch (every utterance trained on for a fixed schedule: the frame
 # MLP of FRAME_MODEL on a tutorial-sized dir), the GMM counts for two thirds: kaldi_tiny_2spk
 # 18/540 test errors over 9 seeds against 19/540 at 0.5 (seed 1: 2 against 3, the GMM's own 2
-# on every seed), kaldi_tiny_1spk 43/270 both (docs/gmm_fusion.md)
+# on every seed), kaldi_tiny_1spk 43/270 both (docs/gmm_fusion_tiny.md)
 GMM_WEIGHT_NO_CV = "0.67"
 CHOICES = ("feat_type", "speed_perturb", "model_config", "batching_config",
            "flat_model_config", "schedule_config", "chain_model_config", "gmm_weight")
