@@ -5,8 +5,9 @@ average has the best cv objective becoming ``final.nnet``.
 
 ``train.py --combine-models=N`` (0: off, ``final.nnet`` is the schedule's best or last model).
 Kaldi averages the models of its last iterations (at most half an epoch's, 20 models); the
-toolkit keeps one model an epoch, so N counts epochs: ``conf/schedule/chain.conf`` combines
-the last 5 of its 10 (half of the training, Kaldi's upper bound). The models are those of the
+toolkit keeps one model an epoch, so N counts epochs (5 of the chain schedule's 10 is half of
+the training, Kaldi's upper bound). Off in ``conf/schedule/chain.conf``: on polish it changed no
+words (docs/chain.md). The models are those of the
 accepted epochs, newest first; each average is of every parameter and buffer of a float type
 (the others are the last model's). ``nnet/combined.nnet`` holds the chosen average (with
 ``combined_epochs`` in its meta); ``combine.json`` beside the logs lists each n's cv figures.
@@ -50,7 +51,8 @@ def combine(records: List[dict], load: Callable[[str], torch.nn.Module],
     n's loss; the first (the newest model alone) is the baseline an average must beat."""
     model = load(records[0]["model"])
     avg = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    best_loss, best_n, best_state = evaluate(model), 1, None
+    best_loss, best_n = evaluate(model), 1
+    best_state = {k: v.clone() for k, v in avg.items()}  # (the newest alone: not read again)
     rows = [{"models": 1, "epochs": [records[0]["epoch"]], "cv_loss": best_loss}]
     for i, rec in enumerate(records[1:], start=2):
         _update_average(avg, load(rec["model"]).state_dict(), i)
@@ -63,10 +65,7 @@ def combine(records: List[dict], load: Callable[[str], torch.nn.Module],
         if loss < best_loss:
             best_loss, best_n = loss, i
             best_state = {k: v.clone() for k, v in avg.items()}
-    if best_state is None:
-        model = load(records[0]["model"])
-    else:
-        model.load_state_dict(best_state)
+    model.load_state_dict(best_state)
     report = {"chosen_models": best_n, "chosen_epochs": [r["epoch"] for r in records[:best_n]],
               "cv_loss": best_loss, "candidates": rows}
     return model, best_n, report
