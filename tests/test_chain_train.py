@@ -91,6 +91,7 @@ def test_final_combination_of_a_finished_training(chain_run, tmp_path):
     report = json.loads((exp / "combine.json").read_text())
     h = [json.loads(x) for x in open(exp / "metrics.jsonl", encoding="utf-8")]
     assert [c["epochs"] for c in report["candidates"]] == [[2], [2, 1]]
+    assert report["criterion"] == "cv_loss"
     assert report["candidates"][0]["cv_loss"] == pytest.approx(h[2]["cv_loss"], rel=1e-5)
     best = min(report["candidates"], key=lambda c: c["cv_loss"])
     assert report["chosen_models"] == best["models"] and report["cv_loss"] == best["cv_loss"]

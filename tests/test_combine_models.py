@@ -50,4 +50,14 @@ def test_the_newest_alone_when_no_average_is_better():
     model, n, report = combine.combine(records, lambda k: _model(1.0 if k == "a" else 5.0, 0),
                                        lambda m: float(m.weight.detach()[0, 0]))
     assert n == 1 and report["chosen_epochs"] == [2] and float(model.weight.detach()[0, 0]) == 1.0
-    assert report["candidates"][1]["cv_loss"] == 3.0
+    assert report["candidates"][1]["cv_loss"] == 3.0 and report["criterion"] == "cv_loss"
+
+
+def test_the_figure_is_named_by_the_criterion():
+    """Under --cv-criterion=errors the report names the cv frame error rate, not a loss."""
+    records = [{"epoch": 2, "model": "a"}, {"epoch": 1, "model": "b"}]
+    _, n, report = combine.combine(records, lambda k: _model(1.0 if k == "a" else 0.0, 0),
+                                   lambda m: float(m.weight.detach()[0, 0]), "cv_fer")
+    assert n == 2 and report["criterion"] == "cv_fer" and report["cv_fer"] == 0.5
+    assert [c["cv_fer"] for c in report["candidates"]] == [1.0, 0.5]
+    assert not any("cv_loss" in c for c in report["candidates"]) and "cv_loss" not in report

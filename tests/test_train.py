@@ -330,5 +330,20 @@ def test_cv_criterion_errors_judges_epochs_by_the_cv_frame_errors(digits, tmp_pa
         best = min(best, rec["cv_fer"]) if rec["accepted"] else best
     conf = (exp / "train.conf").read_text()
     assert "--cv-criterion=errors" in conf
+    # the final combination (a resume with --combine-models) judges its averages by the same
+    # figure, and names it so
+    assert _main(train_args(digits, exp, *SMALL[:-3], "--max-iters=3", "--progress-every=0",
+                            "--num-threads=1", "--cv-criterion=errors",
+                            "--combine-models=3")) == 0
+    kept = [rec for rec in h[1:] if rec["accepted"]]
+    state = json.loads((exp / "train_state.json").read_text())
+    if len(kept) >= 2:
+        report = json.loads((exp / "combine.json").read_text())
+        assert report["criterion"] == "cv_fer" and "cv_loss" not in report
+        assert report["candidates"][0]["cv_fer"] == pytest.approx(kept[-1]["cv_fer"], abs=1e-6)
+        assert report["cv_fer"] == min(c["cv_fer"] for c in report["candidates"])
+        assert state["combined"]["cv_fer"] == report["cv_fer"]
+    else:
+        assert state["combined"]["model"] is None
     with pytest.raises(SystemExit):
         _main(train_args(digits, tmp_path / "bad", *SMALL, "--cv-criterion=wer"))

@@ -10,7 +10,9 @@ the training, Kaldi's upper bound). Off in ``conf/schedule/chain.conf``: on poli
 words (docs/chain.md). The models are those of the
 accepted epochs, newest first; each average is of every parameter and buffer of a float type
 (the others are the last model's). ``nnet/combined.nnet`` holds the chosen average (with
-``combined_epochs`` in its meta); ``combine.json`` beside the logs lists each n's cv figures.
+``combined_epochs`` in its meta); ``combine.json`` beside the logs lists each n's cv figure,
+named as the training's history names it: ``cv_loss``, or ``cv_fer`` under ``--cv-criterion
+errors`` (the report's ``criterion``).
 The train state records the result (``combined``), so a resumed training does not combine
 again; a new combination is made where the state has none.
 """
@@ -45,29 +47,30 @@ def _update_average(avg: Dict[str, torch.Tensor], new: Dict[str, torch.Tensor],
 
 
 def combine(records: List[dict], load: Callable[[str], torch.nn.Module],
-            evaluate: Callable[[torch.nn.Module], float]):
+            evaluate: Callable[[torch.nn.Module], float], criterion: str = "cv_loss"):
     """(model, n, report) for ``records`` (newest first, ``last_models``): ``load(rel)`` gives a
-    record's model, ``evaluate(model)`` its cv loss (lower is better). The report has each
-    n's loss; the first (the newest model alone) is the baseline an average must beat."""
+    record's model, ``evaluate(model)`` its cv figure (lower is better), reported under the name
+    ``criterion``. The report has each n's figure; the first (the newest model alone) is the
+    baseline an average must beat."""
     model = load(records[0]["model"])
     avg = {k: v.detach().clone() for k, v in model.state_dict().items()}
     best_loss, best_n = evaluate(model), 1
     best_state = {k: v.clone() for k, v in avg.items()}  # (the newest alone: not read again)
-    rows = [{"models": 1, "epochs": [records[0]["epoch"]], "cv_loss": best_loss}]
+    rows = [{"models": 1, "epochs": [records[0]["epoch"]], criterion: best_loss}]
     for i, rec in enumerate(records[1:], start=2):
         _update_average(avg, load(rec["model"]).state_dict(), i)
         model.load_state_dict(avg)
         loss = evaluate(model)
         rows.append({"models": i, "epochs": [r["epoch"] for r in records[:i]],
-                     "cv_loss": loss})
-        log.info("combining the last %d models (epochs %s): cv loss %.4f", i,
-                 ",".join(str(r["epoch"]) for r in records[:i]), loss)
+                     criterion: loss})
+        log.info("combining the last %d models (epochs %s): %s %.4f", i,
+                 ",".join(str(r["epoch"]) for r in records[:i]), criterion, loss)
         if loss < best_loss:
             best_loss, best_n = loss, i
             best_state = {k: v.clone() for k, v in avg.items()}
     model.load_state_dict(best_state)
     report = {"chosen_models": best_n, "chosen_epochs": [r["epoch"] for r in records[:best_n]],
-              "cv_loss": best_loss, "candidates": rows}
+              "criterion": criterion, criterion: best_loss, "candidates": rows}
     return model, best_n, report
 
 

@@ -308,8 +308,9 @@ class Trainer:
             log.info("--combine-models=%d: %d kept epoch(s), nothing to average",
                      self.tcfg.combine_models, len(records))
             return dict(state, combined={"model": None, "models": len(records)})
+        key = "cv_fer" if self.schedule.options.cv_criterion == "errors" else "cv_loss"
         model, n, report = combine.combine(
-            records, self._load, lambda m: self._cv_criterion(self.evaluate(m)))
+            records, self._load, lambda m: self._cv_criterion(self.evaluate(m)), key)
         rel = None
         if n > 1:
             rel = combine.COMBINED
@@ -317,15 +318,14 @@ class Trainer:
                 save_model(os.path.join(self.exp, rel), model, self.mcfg,
                            self.meta(epoch=records[0]["epoch"],
                                      combined_epochs=report["chosen_epochs"],
-                                     cv_loss=report["cv_loss"]))
+                                     **{key: report[key]}))
         if self.info.is_main:
             combine.write_report(self.exp, report)
-        log.info("final combination: the last %d model(s) (epochs %s), cv %.4f against %.4f "
-                 "for the last alone", n, ",".join(map(str, report["chosen_epochs"])),
-                 report["cv_loss"], report["candidates"][0]["cv_loss"])
+        log.info("final combination: the last %d model(s) (epochs %s), %s %.4f against %.4f "
+                 "for the last alone", n, ",".join(map(str, report["chosen_epochs"])), key,
+                 report[key], report["candidates"][0][key])
         return dict(state, combined={"model": rel, "models": n,
-                                     "epochs": report["chosen_epochs"],
-                                     "cv_loss": report["cv_loss"]})
+                                     "epochs": report["chosen_epochs"], key: report[key]})
 
     def _one_epoch(self, state: dict) -> dict:
         epoch = state["epoch"] + 1
