@@ -13,7 +13,12 @@ One recipe dir (run.sh, cmd.sh, path.sh copied; conf, steps, utils, local linked
            --ref-normalize true --train-opts --seed=S <lang> <kaldi-dir>/<ali> exp/chain/tdnn_sS
 
 (the chain tree and den.fst, exp/chain/tree and exp/chain/den, are made once and shared:
-they do not depend on the seed). Runs already done are read back; each run's seconds go to
+they do not depend on the seed). ``--ali none``: the GMM-free path (a Kaldi dir without
+``exp/``): stages 0-2 make the flat start, the CE model decodes with its own graph
+(``exp/blstm_sS/graph``) and the chain model starts from the flat start's alignment
+(``exp/tri_ali``, or ``exp/flat/ali_final`` without a CD tree), with ``<lang>`` the one the
+recipe uses (the Kaldi dir's ``data/lang``, or ``data/lang`` made from its dict dir), as
+``run.sh --chain true`` does. Runs already done are read back; each run's seconds go to
 ``<work-dir>/seconds.json``. Kaldi's scoring (``--ref-normalize false``) is made in a copy
 of each decode dir (``<decode-dir>_kaldi``: its lattices linked, scored again). ``--smbr``: also the CE model
 after 4 epochs of sMBR (``run.sh --stage 4 --stop-stage 4 --seq-epochs 4``). Run from the
@@ -68,12 +73,37 @@ def prepare(work: str) -> Dict[str, float]:
     return json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
 
 
+def gmm_free(ali: str) -> bool:
+    return ali == "none"
+
+
+def chain_inputs(work: str, kaldi: str, ali: str) -> Tuple[str, str]:
+    """(lang dir, alignment dir) of the chain model: the GMM's, or the flat start's (as
+    run.sh's ``chain_ali``, the lang dir as ``resolve_kaldi_dir_options`` picks it)."""
+    if not gmm_free(ali):
+        return os.path.join(kaldi, "data", "lang"), os.path.join(kaldi, ali)
+    lang = os.path.join(kaldi, "data", "lang")
+    if not os.path.exists(os.path.join(lang, "L.fst")):
+        lang = os.path.join(work, "data", "lang")
+    tri = os.path.join(work, "exp", "tri_ali")
+    return lang, tri if os.path.isdir(tri) else os.path.join(work, "exp", "flat", "ali_final")
+
+
+def ce_graph(work: str, kaldi: str, ali: str, graph: str, seed: int) -> str:
+    """The CE model's graph: the Kaldi dir's, or with --ali none the one made beside it."""
+    if gmm_free(ali):
+        return os.path.join(work, MODELS["ce"].format(s=seed), "graph")
+    return os.path.join(kaldi, graph)
+
+
 def run_seeds(work: str, kaldi: str, ali: str, graph: str, seeds, smbr: bool) -> None:
     seconds = prepare(work)
-    base = [os.path.join(work, "run.sh"), "--kaldi-dir", kaldi, "--ali", ali, "--graph", graph]
+    base = [os.path.join(work, "run.sh"), "--kaldi-dir", kaldi, "--ali", ali]
+    if not gmm_free(ali):
+        base += ["--graph", graph]
     if not os.path.exists(os.path.join(work, "data", "train_cv10", "feats.scp")):
         _run(base + ["--stop-stage", "2"], work, os.path.join(work, "prep.log"), seconds, "prep")
-    lang = os.path.join(kaldi, "data", "lang")
+    lang, chain_ali = chain_inputs(work, kaldi, ali)
     for s in seeds:
         if not os.path.exists(os.path.join(work, MODELS["ce"].format(s=s), "decode_train_cv10",
                                            "scoring")):
@@ -92,7 +122,7 @@ def run_seeds(work: str, kaldi: str, ali: str, graph: str, seeds, smbr: bool) ->
             _run([os.path.join(work, "local", "chain", "run_tdnn.sh"), "--stop-stage", "2",
                   "--decode-sets", " ".join(SETS), "--ref-normalize", "true",
                   "--tree-dir", "exp/chain/tree", "--den-dir", "exp/chain/den",
-                  "--train-opts", f"--seed={s}", lang, os.path.join(kaldi, ali),
+                  "--train-opts", f"--seed={s}", lang, chain_ali,
                   MODELS["chain"].format(s=s)],
                  work, os.path.join(work, f"log.chain_s{s}"), seconds, f"chain_s{s}")
 
@@ -114,17 +144,17 @@ def kaldi_scored(work: str, decode_dir: str, data: str, graph: str) -> str:
     return out
 
 
-def collect(work: str, kaldi: str, graph: str, seeds, kaldi_scoring: bool, models
-            ) -> Dict[str, Dict[int, Dict[str, Dict[str, Tuple[int, int]]]]]:
+def collect(work: str, kaldi: str, graph: str, seeds, kaldi_scoring: bool, models,
+            ali: str = "exp/tri1") -> Dict[str, Dict[int, Dict[str, Dict[str, Tuple[int, int]]]]]:
     """{model: {seed: {"test"|"cv": {utterance: (errors, words)}}}}."""
     res: Dict[str, Dict[int, dict]] = {}
     for m in models:
         pattern = MODELS[m]
-        graph_dir = (os.path.join(kaldi, graph) if m != "chain"
-                     else os.path.join(work, "exp", "chain", "tree", "graph"))
-        words = os.path.join(graph_dir, "words.txt")
         res[m] = {}
         for s in seeds:
+            graph_dir = (ce_graph(work, kaldi, ali, graph, s) if m != "chain"
+                         else os.path.join(work, "exp", "chain", "tree", "graph"))
+            words = os.path.join(graph_dir, "words.txt")
             res[m][s] = {}
             for x in SETS:
                 d = os.path.join(work, pattern.format(s=s), f"decode_{x}")
@@ -168,7 +198,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.chain_seeds", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kaldi-dir", default=DEFAULT_KALDI)
-    p.add_argument("--ali", default="exp/tri1")
+    p.add_argument("--ali", default="exp/tri1",
+                   help="the GMM's alignment in --kaldi-dir; none: the GMM-free path")
     p.add_argument("--graph", default="exp/tri1/graph")
     p.add_argument("--work-dir", default="/tmp/chain_polish")
     p.add_argument("--seeds", default="777,1")
@@ -187,10 +218,10 @@ def main(argv=None) -> int:
     kaldi = os.path.abspath(args.kaldi_dir)
     if not args.report_only:
         run_seeds(args.work_dir, kaldi, args.ali, args.graph, seeds, args.smbr)
-    lines = table(collect(args.work_dir, kaldi, args.graph, seeds, False, models), seeds,
-                  args.bootstrap, "Scored with --ref-normalize true")
-    lines += table(collect(args.work_dir, kaldi, args.graph, seeds, True, models), seeds,
-                   args.bootstrap, "Scored as Kaldi scores (--ref-normalize false)")
+    lines = table(collect(args.work_dir, kaldi, args.graph, seeds, False, models, args.ali),
+                  seeds, args.bootstrap, "Scored with --ref-normalize true")
+    lines += table(collect(args.work_dir, kaldi, args.graph, seeds, True, models, args.ali),
+                   seeds, args.bootstrap, "Scored as Kaldi scores (--ref-normalize false)")
     path = os.path.join(args.work_dir, "seconds.json")
     if os.path.exists(path):
         lines.append("Seconds of each run (this machine, 2 cores, other jobs running): " +
