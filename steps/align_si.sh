@@ -9,6 +9,12 @@
 # Viterbi-aligns them with Kaldi's scale_opts (acoustic 0.1, self-loops 0.1) and beams (10,
 # retry 40: an utterance failing both is reported and skipped). Writes a Kaldi alignment dir:
 # ali.JOB.gz, final.mdl, tree, phones.txt, num_jobs, log/align.JOB.log, align_report.JOB.json.
+# With --generate-lats true, the lattices of Kaldi's steps/align_fmllr_lats.sh instead (without
+# its fMLLR: the same features as above): latgen_align_mapped.py decodes each utterance on its
+# training graph with beam and lattice beam --final-beam (20), determinized on phones only
+# (--word-determinize=false: alternative pronunciations and optional silences stay), into
+# lat.JOB.gz (no ali.JOB.gz): the numerator of chain training (local/chain/run_tdnn.sh
+# --lat-dir). An utterance whose search does not reach its graph's end is reported and skipped.
 
 # Begin configuration section.
 nj=4
@@ -16,6 +22,8 @@ cmd=run.pl
 boost_silence=1.0    # factor of the optional silence's likelihoods (Kaldi's recipes: 1.25)
 beam=10
 retry_beam=40
+generate_lats=false  # true: lat.JOB.gz of the training graphs (align_fmllr_lats.sh's), no ali
+final_beam=20        # the lattices' beam and lattice beam (Kaldi's align_fmllr_lats.sh)
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -35,6 +43,9 @@ Options:
   --cmd (run.pl|queue.pl ...)  # how to run the jobs (default: $cmd)
   --boost-silence <factor>     # optional silence's likelihoods (default: $boost_silence)
   --beam, --retry-beam <float> # alignment beams (default: $beam, $retry_beam)
+  --generate-lats (true|false) # lattices (lat.JOB.gz) instead of alignments (default: $generate_lats)
+  --final-beam <float>         # the lattices' beams (default: $final_beam)
+ e.g.: $0 --generate-lats true data/train data/lang exp/tri1 exp/tri1_lats
 USAGE
   exit 1
 fi
@@ -66,18 +77,26 @@ done
 nj=$("$utils/jobs_for_speakers.sh" "$0" "$data" "$nj")
 sdata=$data/split$nj
 "$utils/split_data.sh" "$data" $nj
-rm -f "$dir"/ali.*.gz "$dir"/log/align_report.*.json
+rm -f "$dir"/ali.*.gz "$dir"/lat.*.gz "$dir"/log/align_report.*.json
 
-echo "$0: aligning $data with $srcdir/final.mdl ($nj jobs, boost-silence $boost_silence)"
+if [ "$generate_lats" == true ]; then
+  what="lattices of the training graphs (beams $final_beam)"
+  search=(latgen_align_mapped.py --beam=$final_beam --lattice-beam=$final_beam)
+  out=lat
+else
+  what="alignments"
+  search=(align_mapped.py --beam=$beam --retry-beam=$retry_beam)
+  out=ali
+fi
+echo "$0: $what of $data with $srcdir/final.mdl ($nj jobs, boost-silence $boost_silence)"
 if ! $cmd JOB=1:$nj "$dir/log/align.JOB.log" \
     set -o pipefail \; \
     gmm_compute_likes.py --feature-pipeline="$dir" --boost-silence=$boost_silence \
       --silence-phones="$(cat "$lang/phones/optional_silence.csl")" \
       "$dir/final.mdl" "$sdata/JOB" ark:- \| \
-    align_mapped.py --beam=$beam --retry-beam=$retry_beam \
-      --report="$dir/log/align_report.JOB.json" \
+    "${search[@]}" --report="$dir/log/align_report.JOB.json" \
       "$dir/tree" "$dir/final.mdl" "$lang" ark:- "ark:$sdata/JOB/text" \
-      "ark:|gzip -c > $dir/ali.JOB.gz"; then
+      "ark:|gzip -c > $dir/$out.JOB.gz"; then
   echo "$0: alignment failed; see $dir/log/align.*.log:" >&2
   grep -ihE "error|exception" "$dir"/log/align.*.log | tail -n 3 >&2 || true
   exit 1

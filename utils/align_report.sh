@@ -19,5 +19,5 @@ for n in $(seq "$(cat "$dir/num_jobs")"); do
   no_text=$((no_text + t)); oov=$((oov + o)); frames=$((frames + fr))
 done
 echo "$caller: aligned $aligned of $utts utterances ($frames frames) into $dir; $failed failed" \
-     "(both beams), $no_text without transcript; $oov transcript words mapped to the OOV word" \
+     "(not aligned within the beams), $no_text without transcript; $oov transcript words mapped to the OOV word" \
      "(per job: $dir/log/align_report.JOB.json)"

@@ -169,13 +169,20 @@ def state_level(raw: RawLattice, pair_tid: np.ndarray, pair_word: np.ndarray,
 
 def determinize_raw(raw: RawLattice, pair_tid: np.ndarray, pair_word: np.ndarray,
                     beam: float, max_states: int,
-                    phone_of_tid: Optional[np.ndarray] = None) -> CompactLattice:
+                    phone_of_tid: Optional[np.ndarray] = None,
+                    word_determinize: bool = True) -> CompactLattice:
     """The pruned, word-determinized CompactLattice of a raw search lattice (arcs labelled
     with the relabelled graph's pair ids): phones first when ``phone_of_tid``
     (``phone_boundaries``) is given, as Kaldi does (the same word sequences and best
-    weights, found with a fraction of the work), else on words alone."""
+    weights, found with a fraction of the work), else on words alone. Without
+    ``word_determinize`` (Kaldi's ``--word-determinize=false``, needs ``phone_of_tid``) the
+    lattice is determinized on (word, phone) sequences only: one path, its best alignment,
+    for each sequence of phones, so that alternative pronunciations and optional silences
+    stay (the lattices of training graphs that Kaldi's chain recipes read)."""
     tids = pair_tid[raw.olabel]
     words = pair_word[raw.olabel]
+    if not word_determinize and phone_of_tid is None:
+        raise ValueError("word_determinize=False needs phone_of_tid (phone_boundaries)")
     if phone_of_tid is None:
         return with_narrowing_beam(
             lambda b: to_compact(determinize(from_raw(raw, words, tids), b, b, max_states)),
@@ -190,6 +197,8 @@ def determinize_raw(raw: RawLattice, pair_tid: np.ndarray, pair_word: np.ndarray
     def attempt(b: float) -> CompactLattice:
         phones = determinize(by_phones, b, b, max_states)
         phones.label = (keys >> 32)[phones.label].astype(np.int32)
+        if not word_determinize:
+            return to_compact(phones)
         return to_compact(determinize(phones, INF, b, max_states))
 
     return with_narrowing_beam(attempt, beam, max_states)

@@ -46,6 +46,9 @@ class LatgenOptions(DecodeOptions):
     determinize_lattice: bool = option(True, "determinize the lattice before writing it (a "
                                              "CompactLattice); false writes the state-level "
                                              "lattice, pruned")
+    word_determinize: bool = option(True, "determinize on words after the phones; false keeps "
+                                          "each phone sequence's best path (alternative "
+                                          "pronunciations, optional silences)")
 
 
 @dataclass
@@ -165,7 +168,8 @@ class LatticeDecoder:
         if self.options.determinize_lattice:
             lat = determinize_native.determinize_raw(
                 raw, self.graph.pair_tid, self.graph.pair_word, self.options.lattice_beam,
-                max(1000, self.options.max_mem // 200), self.phone_of_tid)
+                max(1000, self.options.max_mem // 200), self.phone_of_tid,
+                self.options.word_determinize)
         else:
             lat = determinize_native.state_level(raw, self.graph.pair_tid,
                                                  self.graph.pair_word, self.options.lattice_beam)

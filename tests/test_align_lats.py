@@ -1,0 +1,86 @@
+"""steps/align_si.sh --generate-lats true: the lattices of the training graphs that Kaldi's
+steps/align_fmllr_lats.sh writes for chain training (beam and lattice beam 20,
+--word-determinize=false), here with Kaldi's own monophone GMM of kaldi_digits: every
+utterance's lattice holds the transcript's alternatives (optional silences), its best path is
+the Viterbi alignment Kaldi made, and the chain numerator reads the dir."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+
+from hybridasr.align.alignments import iter_alignment_file
+from hybridasr.chain.lattice_supervision import is_lattice_dir, iter_dir_lattices, phone_lattice
+from hybridasr.decode.lattice_best_path import best_path
+from hybridasr.kaldi.lattice import read_lattices
+from hybridasr.kaldi.transition_model import read_transition_model
+
+
+def _num_paths(lat) -> int:
+    """Paths from the start to a final state (a CompactLattice is acyclic)."""
+    order = lat.topological_order()
+    count = {lat.start: 1}
+    total = 0
+    for s in order:
+        n = count.get(s, 0)
+        for a in lat.arcs[s]:
+            count[a.next] = count.get(a.next, 0) + n
+        if s in lat.finals:
+            total += n
+    return total
+
+
+def test_lattices_of_the_training_graphs(kaldi_digits_copy, repo_dir, env_with_path):
+    d = kaldi_digits_copy
+    run = lambda *a: subprocess.run([str(repo_dir / "steps/align_si.sh"), *a], cwd=d,  # noqa
+                                    env=env_with_path, capture_output=True, text=True,
+                                    timeout=300)
+    p = run("--nj", "2", "--generate-lats", "true", "data/train", "data/lang", "exp/mono_ali",
+            "exp/mono_lats")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "lattices of the training graphs (beams 20)" in p.stdout
+    assert "aligned 120 of 120 utterances" in p.stdout
+    lats = d / "exp/mono_lats"
+    assert sorted(x.name for x in lats.glob("*.gz")) == ["lat.1.gz", "lat.2.gz"]
+    assert (lats / "num_jobs").read_text().strip() == "2" and is_lattice_dir(str(lats))
+
+    tm = read_transition_model(str(lats / "final.mdl"))
+    kaldi_ali = {}
+    for f in sorted((d / "exp/mono_ali").glob("ali.*.gz")):
+        kaldi_ali.update(iter_alignment_file(str(f)))
+    seen, same, several = 0, 0, 0
+    for n in (1, 2):
+        for utt, lat in read_lattices(f"ark:gunzip -c {lats}/lat.{n}.gz|"):
+            seen += 1
+            bp = best_path(lat, acoustic_scale=0.1)
+            assert bp is not None and len(bp.tids) == len(kaldi_ali[utt]), utt
+            same += np.array_equal(np.asarray(bp.tids), kaldi_ali[utt])
+            several += _num_paths(lat) > 1
+            plat = phone_lattice(lat, tm, utt)  # the chain numerator's first step
+            assert plat.times.max() == len(kaldi_ali[utt])
+    assert seen == 120
+    # the best path is Kaldi's Viterbi alignment (align_si.sh's, the same graph and scales)
+    assert same >= 118, same
+    # the beam keeps alternatives: where the optional silences go, determinized on phones only
+    assert several >= 100, several
+
+    # --word-determinize=true (a decoder's lattices) keeps one path of the one transcript
+    job = lats / "split_check"
+    job.mkdir()
+    loglikes = job / "ll.ark"
+    subprocess.run(["gmm_compute_likes.py", f"--feature-pipeline={lats}", str(lats / "final.mdl"),
+                    "data/train/split2/1", f"ark:{loglikes}"], cwd=d, env=env_with_path,
+                   check=True, capture_output=True)
+    for det, want_one in (("true", True), ("false", False)):
+        out = job / f"lat_{det}.ark"
+        q = subprocess.run(["latgen_align_mapped.py", f"--word-determinize={det}",
+                            str(lats / "tree"), str(lats / "final.mdl"), "data/lang",
+                            f"ark:{loglikes}", "ark:data/train/split2/1/text", f"ark:{out}"],
+                           cwd=d, env=env_with_path, capture_output=True, text=True, timeout=120)
+        assert q.returncode == 0, q.stderr[-2000:]
+        paths = [_num_paths(lat) for _, lat in read_lattices(f"ark:{out}")]
+        assert paths and (all(x == 1 for x in paths) if want_one else max(paths) > 1)
+
+    # the chain numerator reads the dir (Kaldi's lattice dir: lat.*.gz, final.mdl, num_jobs)
+    got = {u for _, u, _ in iter_dir_lattices(str(lats), set(kaldi_ali))}
+    assert got == set(kaldi_ali)
