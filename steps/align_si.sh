@@ -24,6 +24,9 @@ beam=10
 retry_beam=40
 generate_lats=false  # true: lat.JOB.gz of the training graphs (align_fmllr_lats.sh's), no ali
 final_beam=20        # the lattices' beam and lattice beam (Kaldi's align_fmllr_lats.sh)
+normalize_unknown=true # a transcript word not in words.txt looked up lower-cased, without
+                     # punctuation; false: the OOV word, as Kaldi's sym2int.pl --map-oov (what
+                     # a Kaldi GMM's own alignments, and a chain tree made from them, used)
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -45,6 +48,7 @@ Options:
   --beam, --retry-beam <float> # alignment beams (default: $beam, $retry_beam)
   --generate-lats (true|false) # lattices (lat.JOB.gz) instead of alignments (default: $generate_lats)
   --final-beam <float>         # the lattices' beams (default: $final_beam)
+  --normalize-unknown (true|false) # unknown words normalised, else the OOV word (default: $normalize_unknown)
  e.g.: $0 --generate-lats true data/train data/lang exp/tri1 exp/tri1_lats
 USAGE
   exit 1
@@ -94,7 +98,8 @@ if ! $cmd JOB=1:$nj "$dir/log/align.JOB.log" \
     gmm_compute_likes.py --feature-pipeline="$dir" --boost-silence=$boost_silence \
       --silence-phones="$(cat "$lang/phones/optional_silence.csl")" \
       "$dir/final.mdl" "$sdata/JOB" ark:- \| \
-    "${search[@]}" --report="$dir/log/align_report.JOB.json" \
+    "${search[@]}" --normalize-unknown=$normalize_unknown \
+      --report="$dir/log/align_report.JOB.json" \
       "$dir/tree" "$dir/final.mdl" "$lang" ark:- "ark:$sdata/JOB/text" \
       "ark:|gzip -c > $dir/$out.JOB.gz"; then
   echo "$0: alignment failed; see $dir/log/align.*.log:" >&2

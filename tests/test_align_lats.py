@@ -84,3 +84,18 @@ def test_lattices_of_the_training_graphs(kaldi_digits_copy, repo_dir, env_with_p
     # the chain numerator reads the dir (Kaldi's lattice dir: lat.*.gz, final.mdl, num_jobs)
     got = {u for _, u, _ in iter_dir_lattices(str(lats), set(kaldi_ali))}
     assert got == set(kaldi_ali)
+
+    # unknown words: normalised (as the toolkit's aligners), or the OOV word as Kaldi's
+    # sym2int.pl --map-oov (--normalize-unknown false: as a Kaldi GMM's own alignment had them)
+    text = (d / "data/train/text").read_text().splitlines()
+    (d / "data/train/text").write_text("\n".join(
+        [f"{ln.split()[0]} {ln.split()[1].upper()}," for ln in text[:3]] + text[3:]) + "\n")
+    import json
+
+    for norm, counted in (("true", "normalized_words"), ("false", "oov_words")):
+        p = run("--nj", "1", "--generate-lats", "true", "--normalize-unknown", norm,
+                "data/train", "data/lang", "exp/mono_ali", f"exp/lats_{norm}")
+        assert p.returncode == 0, p.stderr[-3000:]
+        rep = json.loads((d / f"exp/lats_{norm}/log/align_report.1.json").read_text())
+        other = "oov_words" if counted == "normalized_words" else "normalized_words"
+        assert rep[counted] == 3 and rep[other] == 0, rep

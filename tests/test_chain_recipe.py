@@ -102,7 +102,8 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
     tr = json.loads((c / "tdnn_lat/lfmmi_report.json").read_text())["training"]
     n_tr = len((s5 / "data/train_tr90/utt2spk").read_text().splitlines())
     assert tr["ali_dir"] == lat_dir and tr["no_lattice"] == 0, tr
-    kept_or_counted = ("utterances", "unusable_lattice", "length_mismatch", "no_path")
+    kept_or_counted = ("utterances", "unusable_lattice", "length_mismatch", "no_path",
+                       "not_in_den")
     assert sum(tr[k] for k in kept_or_counted) == n_tr, tr
     assert tr["utterances"] >= n_tr - 2, tr
     # a lattice dir without its files: refused, naming what is missing

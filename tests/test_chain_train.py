@@ -67,7 +67,8 @@ def test_lfmmi_training_lowers_the_cv_objective(chain_run):
         (1.0, pytest.approx(0.001)), (1.0, pytest.approx(0.001)), (0.5, pytest.approx(0.0005))]
     report = json.loads((exp / "lfmmi_report.json").read_text())
     assert report["training"]["utterances"] + report["cross-validation"]["utterances"] == 120
-    assert report["training"]["length_mismatch"] == report["training"]["no_path"] == 0
+    assert report["training"]["length_mismatch"] == report["training"]["no_path"] == \
+        report["training"]["not_in_den"] == 0
     # what decoding takes from a chain dir
     assert (exp / "frame_subsampling_factor").read_text().strip() == "3"
     assert (exp / "final.mdl").read_bytes() == \
@@ -387,3 +388,28 @@ def test_transcribe_a_chain_model_as_kaldis_chain_decoding(chain_run):
         start, dur = float(c[2]), float(c[3])
         assert round(start / 0.03, 6) == round(start / 0.03) and dur > 0
         assert start + dur <= sf.info(str(d / wavs[c[0]])).duration + 0.03
+
+
+def test_numerators_outside_the_den_graph_are_refused(chain_run, tmp_path):
+    """A numerator dir whose phone sequences the den graph's phone LM never saw (its
+    alignment of other transcripts): most utterances have no path through
+    normalization.fst, and the training stops, naming why and what to do, instead of
+    training on the few left."""
+    import kaldifst
+
+    from hybridasr.errors import FormatError
+
+    den = tmp_path / "den"
+    shutil.copytree(chain_run.d / "exp/chain/den", den)
+    # the phone LM of a den graph that has seen none of these phone sequences: no path
+    fst = kaldifst.StdVectorFst()
+    fst.add_state()
+    fst.start = 0
+    fst.write(str(den / "normalization.fst"))
+    argv = [a if not a.startswith("--lfmmi-den-fst=") else f"--lfmmi-den-fst={den}"
+            for a in chain_run.argv[:-1]] + [str(tmp_path / "exp")]
+    with pytest.raises(FormatError, match=r"LF-MMI training set .*: \d+ of \d+ utterances of "
+                                          r".*mono_ali have no path through the den graph "
+                                          r".*normalization.fst.*same ones"):
+        load_pybin("train").main(argv)
+    assert not (tmp_path / "exp" / "final.nnet").exists()

@@ -90,9 +90,12 @@ def read_supervisions(ali_dir: str, wanted: Dict[str, int], tree, tm, opts,
                       normalization=None) -> Tuple[Dict[str, object], Dict[str, List[str]]]:
     """The supervisions of the utterances of ``wanted`` (utterance -> input frames) from the
     alignment dir ``ali_dir`` (weighted by ``normalization``, a kaldifst FST, where given),
-    and the utterances left out, by reason. A dir with ``lat.*.gz`` and no ``ali.*.gz`` is
-    read as lattices of its ``final.mdl`` (``hybridasr.chain.lattice_supervision``); a
-    lattice that cannot be used is left out (``unusable_lattice``)."""
+    and the utterances left out, by reason: ``no_path`` (no path fits the tolerances),
+    ``not_in_den`` (no path of the den graph's phone LM: its phone sequences were never seen
+    in the alignment ``den.fst`` was estimated from), ``length_mismatch``, ``no_alignment``
+    or ``no_lattice``. A dir with ``lat.*.gz`` and no ``ali.*.gz`` is read as lattices of its
+    ``final.mdl`` (``hybridasr.chain.lattice_supervision``); a lattice that cannot be used is
+    left out (``unusable_lattice``)."""
     from hybridasr.align.alignments import alignment_files, iter_alignment_file
     from hybridasr.align.phones import phone_segments
     from hybridasr.chain.lattice_supervision import (UnusableLattice, is_lattice_dir,
@@ -111,7 +114,7 @@ def read_supervisions(ali_dir: str, wanted: Dict[str, int], tree, tm, opts,
     tm_ali = read_transition_model(os.path.join(ali_dir, "final.mdl"))
     lattices = is_lattice_dir(ali_dir)
     sups: Dict[str, object] = {}
-    skipped: Dict[str, List[str]] = {"length_mismatch": [], "no_path": []}
+    skipped: Dict[str, List[str]] = {"length_mismatch": [], "no_path": [], "not_in_den": []}
     if lattices:
         skipped["unusable_lattice"] = []
         log.info("LF-MMI: supervision from the lattices (lat.*.gz) of %s", ali_dir)
@@ -165,7 +168,7 @@ def read_supervisions(ali_dir: str, wanted: Dict[str, int], tree, tm, opts,
         if normalization is not None:
             sup = weight_supervision(sup, normalization)
         if sup is None:  # no path of the den graph's
-            skipped["no_path"].append(utt)
+            skipped["not_in_den"].append(utt)
         else:
             sups[utt] = sup
     if stretched_copies:

@@ -189,6 +189,18 @@ class LfMmiObjective(Objective):
                     log.warning("LF-MMI %s set %s: %d utterances left out (%s; e.g. %s)", name,
                                 data, len(utts), why.replace("_", " "),
                                 ", ".join(utts[:_NAMED]))
+            not_in_den = len(skipped.get("not_in_den", ()))
+            if not_in_den * 2 > not_in_den + len(ds.keys):
+                raise FormatError(
+                    f"LF-MMI {name} set {data}: {not_in_den} of {not_in_den + len(ds.keys)} "
+                    f"utterances of {ali} have no path through the den graph "
+                    f"({os.path.dirname(den_path) or '.'}/normalization.fst; e.g. "
+                    f"{', '.join(skipped['not_in_den'][:_NAMED])}): their phone sequences are "
+                    f"not in its phone LM, so the numerator and den.fst come from alignments "
+                    f"of different transcripts. Make both from the same ones: lattices for a "
+                    f"Kaldi GMM's alignment with the OOV word for unknown words as Kaldi's "
+                    f"(steps/align_si.sh --generate-lats true --normalize-unknown false), or "
+                    f"the tree and den.fst from the numerator's own alignment")
             if not ds.keys:
                 raise FormatError(f"LF-MMI {name} set {data}: no utterance has a supervision "
                                   f"from {ali}")
