@@ -91,7 +91,7 @@ def main(argv=None) -> int:
                           "frames": rep.frames, "seconds": round(best, 3),
                           "frames_per_s": round(rep.frames / best, 1),
                           "graph_seconds": round(rep.graph_seconds, 3),
-                          "viterbi_seconds": round(rep.align_seconds, 3),
+                          "viterbi_seconds": round(rep.search_seconds, 3),
                           "ratio_to_forward": round(best / best_fwd, 3)}), flush=True)
         print(json.dumps({"what": "total", "frames": frames,
                           "seconds": round(best + best_fwd, 3),

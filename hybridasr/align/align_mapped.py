@@ -56,44 +56,73 @@ class TranscriptJobReport:
 
 
 @dataclass
-class AlignReport(TranscriptJobReport):
-    retried: int = 0
+class GraphJobReport(TranscriptJobReport):
+    """A job that searches each utterance's training graph: the utterances it failed (named)
+    and the seconds spent compiling graphs and searching them (``search_seconds``, named in
+    the JSON as each job calls it). ``utils/align_report.sh`` sums the JSON of any of them."""
     failed: List[str] = field(default_factory=list)
-    total_cost: float = 0.0
     graph_seconds: float = 0.0
-    align_seconds: float = 0.0
+    search_seconds: float = 0.0
+    search_name = "search_seconds"
 
     def to_dict(self) -> Dict:
         d = asdict(self)
         d["num_failed"], d["num_no_transcript"] = len(self.failed), len(self.no_transcript)
+        d["graph_seconds"] = round(self.graph_seconds, 3)
+        d[self.search_name] = round(d.pop("search_seconds"), 3)
+        return d
+
+
+@dataclass
+class AlignReport(GraphJobReport):
+    retried: int = 0
+    total_cost: float = 0.0
+    search_name = "align_seconds"
+
+    def to_dict(self) -> Dict:
+        d = super().to_dict()
         d["cost_per_frame"] = round(self.total_cost / self.frames, 4) if self.frames else None
         d["total_cost"] = round(self.total_cost, 3)
-        d["graph_seconds"] = round(self.graph_seconds, 3)
-        d["align_seconds"] = round(self.align_seconds, 3)
         return d
+
+
+class GraphJob:
+    """What a job over training graphs reads: the transition model, the graph compiler of the
+    tree and lang dir, the transcripts; ``utterances`` walks the log-likelihoods."""
+
+    def __init__(self, tree_path: str, model_path: str, lang_dir: str, text_rspecifier: str,
+                 graph_opts: GraphOptions):
+        self.tm = read_transition_model(model_path)
+        self.lexicon = Lexicon(lang_dir, graph_opts.normalize_unknown)
+        self.compiler = TrainingGraphCompiler(self.tm, read_tree(tree_path), self.lexicon,
+                                              graph_opts)
+        self.text_rspecifier = text_rspecifier
+        self.text = read_text_rspecifier(text_rspecifier)
+
+    def utterances(self, loglikes_rspecifier: str, rep: TranscriptJobReport):
+        """(utterance, log-likelihoods, word ids, start time) of each utterance with a
+        transcript (those without are counted in ``rep``)."""
+        for utt, loglikes in read_matrices(loglikes_rspecifier):
+            t0 = time.perf_counter()
+            ids = rep.word_ids(self.lexicon, self.text, utt, self.text_rspecifier)
+            if ids is not None:
+                yield utt, loglikes, ids, t0
 
 
 def align_mapped(tree_path: str, model_path: str, lang_dir: str, loglikes_rspecifier: str,
                  text_rspecifier: str, ali_wspecifier: str,
                  graph_opts: GraphOptions = GraphOptions(),
                  align_opts: AlignOptions = AlignOptions()) -> AlignReport:
-    tm = read_transition_model(model_path)
-    tree = read_tree(tree_path)
-    lexicon = Lexicon(lang_dir, graph_opts.normalize_unknown)
-    compiler = TrainingGraphCompiler(tm, tree, lexicon, graph_opts)
-    text = read_text_rspecifier(text_rspecifier)
+    job = GraphJob(tree_path, model_path, lang_dir, text_rspecifier, graph_opts)
+    tm = job.tm
     rep = AlignReport()
     with IntVectorWriter(ali_wspecifier) as writer:
-        for utt, loglikes in read_matrices(loglikes_rspecifier):
-            t0 = time.perf_counter()
-            ids = rep.word_ids(lexicon, text, utt, text_rspecifier)
-            if ids is None:
-                continue
-            graph, local2tid = compiler.compile(ids, utt, compact=True)
+        for utt, loglikes, ids, t0 in job.utterances(loglikes_rspecifier, rep):
+            graph, local2tid = job.compiler.compile(ids, utt, compact=True)
             t1 = time.perf_counter()
             res = align_utterance(graph, tm, loglikes, align_opts, utt, local2tid)
             rep.graph_seconds += t1 - t0
-            rep.align_seconds += time.perf_counter() - t1
+            rep.search_seconds += time.perf_counter() - t1
             rep.retried += res.retried
             if not res.ok:
                 log.warning("utterance %s: alignment failed with beam %g and retry-beam %g "

@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Dict, List
+from dataclasses import dataclass
+from typing import Dict
 
-from hybridasr.align.align_mapped import TranscriptJobReport
-from hybridasr.align.training_graphs import GraphOptions, Lexicon, TrainingGraphCompiler
+from hybridasr.align.align_mapped import GraphJob, GraphJobReport
+from hybridasr.align.training_graphs import GraphOptions
 from hybridasr.decode.decoder import with_default
 from hybridasr.decode.determinize_native import phone_boundaries
 from hybridasr.decode.lattice_decoder import LatgenOptions, LatticeDecoder
-from hybridasr.kaldi.io.matrix_reader import read_matrices
-from hybridasr.kaldi.io.table import read_text_rspecifier
 from hybridasr.kaldi.lattice import CompactLatticeWriter
-from hybridasr.kaldi.transition_model import read_transition_model
-from hybridasr.kaldi.tree import read_tree
 
 log = logging.getLogger(__name__)
 
@@ -41,18 +37,12 @@ class TrainingGraphLatgenOptions(LatgenOptions):
 
 
 @dataclass
-class LatgenReport(TranscriptJobReport):
-    failed: List[str] = field(default_factory=list)  # the search did not reach the end
+class LatgenReport(GraphJobReport):
     lattice_arcs: int = 0
-    graph_seconds: float = 0.0
-    search_seconds: float = 0.0
 
     def to_dict(self) -> Dict:
-        d = asdict(self)
-        d["num_failed"], d["num_no_transcript"] = len(self.failed), len(self.no_transcript)
+        d = super().to_dict()
         d["arcs_per_frame"] = round(self.lattice_arcs / self.frames, 3) if self.frames else None
-        d["graph_seconds"] = round(self.graph_seconds, 3)
-        d["search_seconds"] = round(self.search_seconds, 3)
         return d
 
 
@@ -61,19 +51,13 @@ def latgen_mapped(tree_path: str, model_path: str, lang_dir: str, loglikes_rspec
                   graph_opts: GraphOptions = GraphOptions(),
                   latgen_opts: LatgenOptions = TrainingGraphLatgenOptions(),
                   acoustic_scale: float = 0.1) -> LatgenReport:
-    tm = read_transition_model(model_path)
-    lexicon = Lexicon(lang_dir, graph_opts.normalize_unknown)
-    compiler = TrainingGraphCompiler(tm, read_tree(tree_path), lexicon, graph_opts)
+    job = GraphJob(tree_path, model_path, lang_dir, text_rspecifier, graph_opts)
+    tm = job.tm
     phones = phone_boundaries(tm)
-    text = read_text_rspecifier(text_rspecifier)
     rep = LatgenReport()
     with CompactLatticeWriter(lat_wspecifier) as writer:
-        for utt, loglikes in read_matrices(loglikes_rspecifier):
-            t0 = time.perf_counter()
-            ids = rep.word_ids(lexicon, text, utt, text_rspecifier)
-            if ids is None:
-                continue
-            decoder = LatticeDecoder(compiler.compile(ids, utt), tm.tid2pdf, tm.num_pdfs,
+        for utt, loglikes, ids, t0 in job.utterances(loglikes_rspecifier, rep):
+            decoder = LatticeDecoder(job.compiler.compile(ids, utt), tm.tid2pdf, tm.num_pdfs,
                                      latgen_opts, phone_of_tid=phones)
             t1 = time.perf_counter()
             try:
