@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 
-from chain_helpers import gmm_training_lattices, write_lattice_dir
 from kaldi_shapes import digits_dir
 from test_recipe_e2e import make_recipe_copy
 
@@ -80,21 +79,18 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
                kaldi, "--stage", "5")
     assert "TDNN-F chain model (LF-MMI; conf/model/tdnnf_small.conf)" in out
 
-    # the numerator from lattices (--lat-dir, as a Kaldi chain recipe's exp/tri3b_lats): the
-    # GMM's lattices of the training graphs, on the recipe's features of data/train
-    cwd = os.getcwd()
-    os.chdir(s5)  # (the recipe's feats.scp and cmvn.scp hold paths relative to it)
-    try:
-        lats, _ = gmm_training_lattices("data/train", kaldi / "data/lang",
-                                        kaldi / "exp/mono_ali/final.mdl",
-                                        kaldi / "exp/mono_ali/tree")
-    finally:
-        os.chdir(cwd)
-    lat_dir = write_lattice_dir(str(tmp_path / "lats"), kaldi / "exp/mono_ali/final.mdl", lats)
-    out = _run(s5, env, "local/chain/run_tdnn.sh", "--stage", "1", "--stop-stage", "1",
-               "--lat-dir", lat_dir, "--model-config", "conf/model/tdnnf_small.conf",
+    # the numerator from lattices, made here (--lat-data: Kaldi's align_fmllr_lats.sh, the
+    # GMM's lattices of the training graphs on its own features, here those of data/train)
+    lat_dir = "exp/chain/lats"
+    out = _run(s5, env, "local/chain/run_tdnn.sh", "--stop-stage", "1", "--lat-data",
+               "data/train", "--model-config", "conf/model/tdnnf_small.conf",
                "--train-opts", "--min-batches-per-epoch=4 --max-iters=1", f"{kaldi}/data/lang",
                f"{kaldi}/exp/mono_ali", "exp/chain/tdnn_lat")
+    assert "steps/align_si.sh --nj 2 --cmd run.pl --generate-lats true --normalize-unknown " \
+           "false data/train" in out
+    n_all = len((s5 / "data/train/utt2spk").read_text().splitlines())
+    assert f"aligned {n_all} of {n_all} utterances" in out
+    assert (s5 / lat_dir / "lat.1.gz").is_file() and not (s5 / lat_dir / "ali.1.gz").exists()
     assert f"numerator from {lat_dir}," in out
     log = (c / "tdnn_lat/log/train.log").read_text()
     assert f"supervision from the lattices (lat.*.gz) of {lat_dir}" in log
@@ -106,8 +102,12 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
                        "not_in_den")
     assert sum(tr[k] for k in kept_or_counted) == n_tr, tr
     assert tr["utterances"] >= n_tr - 2, tr
+    # made once: a second run reads them back
+    out = _run(s5, env, "local/chain/run_tdnn.sh", "--stop-stage", "0", "--lat-data",
+               "data/train", f"{kaldi}/data/lang", f"{kaldi}/exp/mono_ali", "exp/chain/tdnn_lat")
+    assert f"{lat_dir} already holds the lattices of {kaldi}/exp/mono_ali: skipping" in out
     # a lattice dir without its files: refused, naming what is missing
-    os.unlink(os.path.join(lat_dir, "num_jobs"))
+    os.unlink(s5 / lat_dir / "num_jobs")
     out = _run(s5, env, "local/chain/run_tdnn.sh", "--lat-dir", lat_dir, f"{kaldi}/data/lang",
                f"{kaldi}/exp/mono_ali", "exp/chain/tdnn_lat2", rc=1)
     assert f"missing {lat_dir}/num_jobs (--lat-dir" in out

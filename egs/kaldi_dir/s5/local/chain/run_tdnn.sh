@@ -21,6 +21,12 @@ frame_subsampling_factor=3
 lat_dir=                     # the numerator from this Kaldi lattice dir of data/train (lat.*.gz,
                              # final.mdl, num_jobs: e.g. align_fmllr_lats.sh's exp/tri3b_lats),
                              # as Kaldi's chain recipes; empty: from <ali-dir>'s alignment
+lat_data=                    # make that lattice dir here (default <exp-dir>/../lats): <ali-dir>'s
+                             # GMM on this data dir (its own features of data/train's utterances)
+                             # with steps/align_si.sh --generate-lats true, as Kaldi's recipes run
+                             # align_fmllr_lats.sh (without its fMLLR)
+lat_opts="--normalize-unknown false"  # align_si.sh's options (unknown words as the OOV word, as a
+                             # Kaldi GMM's own alignment has them: the tree's and den.fst's)
 tree_data=data/train         # the tree's statistics (its features and the alignment's utterances)
 data_tr=data/train_tr90      # trained on
 data_cv=data/train_cv10
@@ -60,7 +66,8 @@ Options (default): --lang-chain DIR ($lang_chain), --tree-dir, --den-dir DIR (<e
   ($model_config, $batching_config, $schedule_config), --train-opts, --nj N ($nj), --device
   ($device), --decode-sets "X Y" ($decode_sets), --decode-opts, --scoring-opts, --ref-normalize
   ($ref_normalize), --gmm-decode-dir, --hybrid-dir DIR, --lat-dir DIR (the numerator from its
-  lattices), --stage, --stop-stage (0 tree+den, 1 training, 2 graph+decoding, 3 summary)
+  lattices), --lat-data DIR (make them: the GMM's features), --lat-opts "..." ($lat_opts),
+  --stage, --stop-stage (0 tree+den[+lattices], 1 training, 2 graph+decoding, 3 summary)
 USAGE
   exit 1
 fi
@@ -77,7 +84,12 @@ for f in "$lang_dir/phones.txt" "$lang_dir/topo" "$ali_dir/final.mdl" "$ali_dir/
     "$ali_dir/ali.1.gz"; do
   [ -f "$f" ] || { echo "$0: missing $f (<lang-dir>, <ali-dir>: the GMM's)" >&2; exit 1; }
 done
-if [ -n "$lat_dir" ]; then
+if [ -n "$lat_data" ]; then
+  [ -n "$lat_dir" ] || lat_dir=$(dirname $dir)/lats
+  for f in "$lat_data/feats.scp" "$lat_data/cmvn.scp" "$lat_data/text" "$ali_dir/tree"; do
+    [ -f "$f" ] || { echo "$0: missing $f (--lat-data: the GMM's features of $tree_data's utterances; <ali-dir>: a GMM's)" >&2; exit 1; }
+  done
+elif [ -n "$lat_dir" ]; then
   for f in "$lat_dir/lat.1.gz" "$lat_dir/final.mdl" "$lat_dir/num_jobs"; do
     [ -f "$f" ] || { echo "$0: missing $f (--lat-dir: a Kaldi lattice dir of $tree_data)" >&2; exit 1; }
   done
@@ -112,6 +124,19 @@ if run_stage 0; then
     rm -f $den_dir/den.fst $den_dir/normalization.fst
     steps/nnet/chain/make_den_fst.sh --cmd "$train_cmd" $tree_dir "$ali_dir" $den_dir
   fi
+  if [ -n "$lat_data" ]; then  # (the numerator's lattices: Kaldi's align_fmllr_lats.sh)
+    mkdir -p $lat_dir
+    stage_begin $lat_dir/stage.json "lat_opts=$lat_opts" "$ali_dir" "$lang_dir/L.fst" \
+      $lat_data/feats.scp $lat_data/cmvn.scp $lat_data/text
+    if [ $stage_status == done ] && [ -s $lat_dir/lat.1.gz ]; then
+      echo "$lat_dir already holds the lattices of $ali_dir: skipping"
+    else
+      # shellcheck disable=SC2086
+      steps/align_si.sh --nj $nj --cmd "$train_cmd" --generate-lats true $lat_opts \
+        $lat_data "$lang_dir" "$ali_dir" $lat_dir
+      stage_finish $lat_dir/stage.json
+    fi
+  fi
 fi
 
 if [ "$model_config" == auto ]; then  # by $tree_data's hours (hybridasr/recipe/data_defaults.py)
@@ -124,6 +149,9 @@ if run_stage 1; then
     "$batching_config" "$schedule_config" $den_dir/den.fst $data_tr/feats.scp \
     $data_cv/feats.scp "$ali_dir" ${lat_dir:+"$lat_dir"}
   if needs_training $dir $stage_status; then
+    if [ -n "$lat_data" ] && [ ! -s $lat_dir/lat.1.gz ]; then
+      echo "$0: no lattices in $lat_dir yet: run stage 0 (--lat-data makes them there)" >&2; exit 1
+    fi
     opts=(--model-config="$model_config" --batching-config="$batching_config"
       --schedule-config="$schedule_config" --device=$device)
     [ $train_restart == true ] && opts+=(--restart=true)
