@@ -8,7 +8,7 @@ from hybridasr.cli import add_options, make_parser, run_main
 
 
 def get_parser():
-    from hybridasr.align.latgen_mapped import TrainingGraphLatgenOptions
+    from hybridasr.decode.training_lattices import TrainingGraphLatgenOptions
     from hybridasr.align.training_graphs import GraphOptions
 
     p = make_parser(
@@ -40,7 +40,7 @@ def get_parser():
 
 
 def main(argv=None):
-    from hybridasr.align.latgen_mapped import TrainingGraphLatgenOptions, latgen_mapped
+    from hybridasr.decode.training_lattices import TrainingGraphLatgenOptions, latgen_mapped
     from hybridasr.align.training_graphs import GraphOptions
     from hybridasr.errors import ConfigError
     from hybridasr.options import from_values
