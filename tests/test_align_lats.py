@@ -5,6 +5,8 @@ utterance's lattice holds the transcript's alternatives (optional silences), its
 the Viterbi alignment Kaldi made, and the chain numerator reads the dir."""
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -84,6 +86,21 @@ def test_lattices_of_the_training_graphs(kaldi_digits_copy, repo_dir, env_with_p
     # the chain numerator reads the dir (Kaldi's lattice dir: lat.*.gz, final.mdl, num_jobs)
     got = {u for _, u, _ in iter_dir_lattices(str(lats), set(kaldi_ali))}
     assert got == set(kaldi_ali)
+
+    # a GMM dir whose final.mdl is a symbolic link (Kaldi's final.mdl -> 40.mdl): read through
+    linked = d / "exp/mono_linked"
+    linked.mkdir()
+    shutil.copyfile(d / "exp/mono_ali/final.mdl", linked / "40.mdl")
+    os.symlink("40.mdl", linked / "final.mdl")
+    for f in ("tree", "phones.txt", "cmvn_opts"):
+        if (d / "exp/mono_ali" / f).exists():
+            shutil.copyfile(d / "exp/mono_ali" / f, linked / f)
+    p = run("--nj", "1", "--generate-lats", "true", "data/train", "data/lang", str(linked),
+            "exp/lats_linked")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "aligned 120 of 120 utterances" in p.stdout
+    assert not (d / "exp/lats_linked/final.mdl").is_symlink()
+    assert (d / "exp/lats_linked/final.mdl").read_bytes() == (linked / "40.mdl").read_bytes()
 
     # unknown words: normalised (as the toolkit's aligners), or the OOV word as Kaldi's
     # sym2int.pl --map-oov (--normalize-unknown false: as a Kaldi GMM's own alignment had them)

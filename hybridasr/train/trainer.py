@@ -159,9 +159,13 @@ class Trainer:
                 ckpt.save_optimizer(ckpt.optimizer_path(self.exp, epoch), optimizer)
         return os.path.relpath(path, self.exp)
 
+    def _cv_key(self) -> str:
+        """The history's name of the cv figure the schedule judges an epoch by."""
+        return "cv_fer" if self.schedule.options.cv_criterion == "errors" else "cv_loss"
+
     def _cv_criterion(self, cv: EpochStats) -> float:
         """The cv figure the schedule judges an epoch by (``--cv-criterion``)."""
-        return cv.fer if self.schedule.options.cv_criterion == "errors" else cv.loss
+        return cv.fer if self._cv_key() == "cv_fer" else cv.loss
 
     # --- passes -----------------------------------------------------------------------
     def evaluate(self, model) -> EpochStats:
@@ -308,7 +312,7 @@ class Trainer:
             log.info("--combine-models=%d: %d kept epoch(s), nothing to average",
                      self.tcfg.combine_models, len(records))
             return dict(state, combined={"model": None, "models": len(records)})
-        key = "cv_fer" if self.schedule.options.cv_criterion == "errors" else "cv_loss"
+        key = self._cv_key()
         model, n, report = combine.combine(
             records, self._load, lambda m: self._cv_criterion(self.evaluate(m)), key)
         rel = None
