@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Log-likelihoods of a Kaldi GMM model (final.mdl) over a data dir, like Kaldi's
 gmm-compute-likes on apply-cmvn + add-deltas features (or, with --feature-pipeline, the GMM
-dir's own pipeline: its cmvn_opts, then splice + final.mat or deltas): a network-free input for
+dir's own pipeline: its cmvn_opts, then splice + final.mat or deltas; with --transform-dir, a
+SAT GMM's per-speaker fMLLR transforms after it): a network-free input for
 decode_faster_mapped.py and steps/score.sh (checks a graph and the decoder against Kaldi), and
 the GMM's half of steps/nnet/decode.sh --gmm-dir."""
 
@@ -29,7 +30,15 @@ def get_parser():
                    help="instead of --delta-order/--norm-means/--norm-vars: the features of "
                         "GMM-DIR's own pipeline (its cmvn_opts, then splice_opts + final.mat "
                         "where it has final.mat, else deltas), as Kaldi's decode.sh builds "
-                        "them; no fMLLR transforms")
+                        "them")
+    p.add_argument("--transform-dir", default="", metavar="DIR",
+                   help="with --feature-pipeline: then each speaker's fMLLR transform of DIR's "
+                        "trans.* (a SAT GMM's features, as Kaldi's align_si.sh --transform-dir "
+                        "and align_fmllr_lats.sh: e.g. the GMM's own alignment dir); an "
+                        "utterance whose speaker has none is skipped with a warning")
+    add_bool(p, "--check-only", False,
+             "score the first utterance only, to check that the features fit the model (an "
+             "error naming both dims where they do not); nothing is written")
     p.add_argument("--silence-phones", default="",
                    help="colon-separated phone ids whose pdfs --boost-silence scales, e.g. "
                         "$(cat data/lang/phones/optional_silence.csl)")
@@ -61,8 +70,11 @@ def main(argv=None):
     if args.boost_silence != 1.0 and not len(boosted):
         raise ConfigError(f"--boost-silence={args.boost_silence}: --silence-phones "
                           f"{args.silence_phones!r} names no phone of {args.model_in}")
+    if args.transform_dir and not args.feature_pipeline:
+        raise ConfigError("--transform-dir needs --feature-pipeline (the GMM dir whose pipeline "
+                          "the transforms apply after)")
     if args.feature_pipeline:
-        feats = _pipeline_features(args.feature_pipeline, args.data_dir)
+        feats = _pipeline_features(args.feature_pipeline, args.data_dir, args.transform_dir)
     else:
         feats = _delta_features(args.data_dir, args.delta_order, args.norm_means,
                                 args.norm_vars)
@@ -74,6 +86,12 @@ def main(argv=None):
         raise FormatError(f"{args.data_dir}: features of {how} have dim {first[1].shape[1]}, "
                           f"{args.model_in} expects {gmm.dim} (wrong --delta-order, an LDA "
                           f"system without --feature-pipeline, or features of another kind?)")
+    if args.check_only:
+        if first is None:
+            raise FormatError(f"{args.data_dir}: no utterance to score (see the warnings)")
+        gmm.log_likelihoods(first[1][:10])
+        print(f"{args.data_dir}: features of dim {gmm.dim} fit {args.model_in}")
+        return 0
     frames = utts = 0
     with MatrixWriter(args.loglikes_wspecifier) as w:
         for utt, x in itertools.chain([first] if first is not None else [], feats):
@@ -100,14 +118,15 @@ def _delta_features(data_dir: str, delta_order: int, norm_means: bool, norm_vars
         yield utt, ds.load(utt)[0]
 
 
-def _pipeline_features(gmm_dir: str, data_dir: str):
-    """(utt, features) of ``gmm_dir``'s pipeline (no fMLLR transforms); an utterance without
-    a speaker or CMVN stats is skipped with a warning, as apply-cmvn."""
+def _pipeline_features(gmm_dir: str, data_dir: str, transform_dir: str = ""):
+    """(utt, features) of ``gmm_dir``'s pipeline, then ``transform_dir``'s fMLLR transforms
+    where given; an utterance without a speaker, CMVN stats or transform is skipped with a
+    warning, as apply-cmvn and transform-feats."""
     import os
 
     from hybridasr.features.fmllr import FmllrPipeline, PipelineFeatures
 
-    return PipelineFeatures(FmllrPipeline.from_gmm_dir(gmm_dir),
+    return PipelineFeatures(FmllrPipeline.from_gmm_dir(gmm_dir, transform_dir or None),
                             os.path.join(data_dir, "feats.scp"),
                             os.path.join(data_dir, "cmvn.scp"),
                             os.path.join(data_dir, "utt2spk"))

@@ -9,8 +9,11 @@
 # Viterbi-aligns them with Kaldi's scale_opts (acoustic 0.1, self-loops 0.1) and beams (10,
 # retry 40: an utterance failing both is reported and skipped). Writes a Kaldi alignment dir:
 # ali.JOB.gz, final.mdl, tree, phones.txt, num_jobs, log/align.JOB.log, align_report.JOB.json.
-# With --generate-lats true, the lattices of Kaldi's steps/align_fmllr_lats.sh instead (without
-# its fMLLR: the same features as above): latgen_align_mapped.py decodes each utterance on its
+# With --transform-dir DIR (a SAT GMM: its own alignment dir, holding trans.*), each speaker's
+# fMLLR transform of DIR applied after that pipeline, as Kaldi's align_si.sh --transform-dir did
+# (Kaldi's align_fmllr.sh estimates them anew instead).
+# With --generate-lats true, the lattices of Kaldi's steps/align_fmllr_lats.sh instead (its
+# fMLLR: --transform-dir's): latgen_align_mapped.py decodes each utterance on its
 # training graph with beam and lattice beam --final-beam (20), determinized on phones only
 # (--word-determinize=false: alternative pronunciations and optional silences stay), into
 # lat.JOB.gz (no ali.JOB.gz): the numerator of chain training (local/chain/run_tdnn.sh
@@ -27,6 +30,7 @@ final_beam=20        # the lattices' beam and lattice beam (Kaldi's align_fmllr_
 normalize_unknown=true # a transcript word not in words.txt looked up lower-cased, without
                      # punctuation; false: the OOV word, as Kaldi's sym2int.pl --map-oov (what
                      # a Kaldi GMM's own alignments, and a chain tree made from them, used)
+transform_dir=       # a SAT GMM's fMLLR transforms (trans.*) of this dir, after the pipeline
 # End configuration section.
 
 echo "$0 $@"  # Print the command line for logging.
@@ -49,6 +53,7 @@ Options:
   --generate-lats (true|false) # lattices (lat.JOB.gz) instead of alignments (default: $generate_lats)
   --final-beam <float>         # the lattices' beams (default: $final_beam)
   --normalize-unknown (true|false) # unknown words normalised, else the OOV word (default: $normalize_unknown)
+  --transform-dir <dir>        # fMLLR transforms (trans.*) of a SAT GMM, e.g. its alignment dir
  e.g.: $0 --generate-lats true data/train data/lang exp/tri1 exp/tri1_lats
 USAGE
   exit 1
@@ -62,7 +67,7 @@ dir=$4
 utils=$(cd "$(dirname "$0")/../utils" && pwd)
 for f in "$data/feats.scp" "$data/cmvn.scp" "$data/text" "$lang/L.fst" "$lang/words.txt" \
          "$lang/phones.txt" "$lang/phones/optional_silence.csl" "$srcdir/final.mdl" \
-         "$srcdir/tree"; do
+         "$srcdir/tree" ${transform_dir:+"$transform_dir/trans.1"}; do
   [ ! -f "$f" ] && echo "$0: missing file $f" >&2 && exit 1
 done
 "$utils/lang/check_phones_compatible.sh" "$lang/phones.txt" "$srcdir/phones.txt" || \
@@ -92,10 +97,11 @@ else
   search=(align_mapped.py --beam=$beam --retry-beam=$retry_beam)
   out=ali
 fi
-echo "$0: $what of $data with $srcdir/final.mdl ($nj jobs, boost-silence $boost_silence)"
+echo "$0: $what of $data with $srcdir/final.mdl ($nj jobs, boost-silence $boost_silence${transform_dir:+, fMLLR transforms of $transform_dir})"
 if ! $cmd JOB=1:$nj "$dir/log/align.JOB.log" \
     set -o pipefail \; \
-    gmm_compute_likes.py --feature-pipeline="$dir" --boost-silence=$boost_silence \
+    gmm_compute_likes.py --feature-pipeline="$dir" --transform-dir="$transform_dir" \
+      --boost-silence=$boost_silence \
       --silence-phones="$(cat "$lang/phones/optional_silence.csl")" \
       "$dir/final.mdl" "$sdata/JOB" ark:- \| \
     "${search[@]}" --normalize-unknown=$normalize_unknown \

@@ -116,3 +116,59 @@ def test_lattices_of_the_training_graphs(kaldi_digits_copy, repo_dir, env_with_p
         rep = json.loads((d / f"exp/lats_{norm}/log/align_report.1.json").read_text())
         other = "oov_words" if counted == "normalized_words" else "normalized_words"
         assert rep[counted] == 3 and rep[other] == 0, rep
+
+
+def _best_paths_equal(lat_dir, kaldi_ali) -> tuple:
+    """(lattices, best paths equal to Kaldi's alignment, frames equal / frames)."""
+    n = same = agree = frames = 0
+    for f in sorted(lat_dir.glob("lat.*.gz")):
+        for utt, lat in read_lattices(f"ark:gunzip -c {f}|"):
+            tids, ref = np.asarray(best_path(lat, acoustic_scale=0.1).tids), kaldi_ali[utt]
+            n += 1
+            same += np.array_equal(tids, ref)
+            agree += int((tids == ref).sum()) if len(tids) == len(ref) else 0
+            frames += len(ref)
+    return n, same, agree / frames
+
+
+def test_lattices_of_a_sat_gmm_with_its_transforms(shared_dir, repo_dir, env_with_path, tmp_path):
+    """kaldi_hindi_sat's SAT GMM (exp/tri3b_ali: LDA+MLLT, trans.* of its 10 speakers):
+    --transform-dir applies each speaker's fMLLR transform after the GMM's pipeline, as Kaldi's
+    align_fmllr_lats.sh's lattices; every best path is then the alignment Kaldi made with the same
+    transforms, where without them (speaker-independent features in the SAT model) few are."""
+    hindi = shared_dir / "data" / "kaldi_hindi_sat"
+    gmm = hindi / "exp/tri3b_ali"
+    data = tmp_path / "data/train"
+    data.mkdir(parents=True)
+    for f in (hindi / "data/train").iterdir():
+        if f.is_file():
+            (data / f.name).write_text(f.read_text().replace(" mfcc/", f" {hindi}/mfcc/"))
+    kaldi_ali = {}
+    for f in sorted(gmm.glob("ali.*.gz")):
+        kaldi_ali.update(iter_alignment_file(str(f)))
+    got = {}
+    for name, opts in (("fmllr", ["--transform-dir", str(gmm)]), ("si", [])):
+        p = subprocess.run([str(repo_dir / "steps/align_si.sh"), "--nj", "2", "--generate-lats",
+                            "true", "--normalize-unknown", "false", *opts, "data/train",
+                            str(hindi / "data/lang"), str(gmm), f"exp/lats_{name}"],
+                           cwd=tmp_path, env=env_with_path, capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert "aligned 100 of 100 utterances" in p.stdout
+        assert (f"fMLLR transforms of {gmm}" in p.stdout) == bool(opts)
+        got[name] = _best_paths_equal(tmp_path / f"exp/lats_{name}", kaldi_ali)
+    n, same, frames = got["fmllr"]
+    assert n == 100 and same >= 98 and frames > 0.99, got
+    n, same, frames = got["si"]
+    assert n == 100 and same <= 20 and frames < 0.95, got
+
+    # --check-only: whether a data dir's features fit a GMM (run.sh --chain true asks first)
+    check = lambda mdl, *o: subprocess.run(  # noqa: E731
+        ["gmm_compute_likes.py", "--check-only", *o, str(mdl), "data/train", "ark:/dev/null"],
+        cwd=tmp_path, env=env_with_path, capture_output=True, text=True, timeout=120)
+    p = check(gmm / "final.mdl", f"--feature-pipeline={gmm}", f"--transform-dir={gmm}")
+    assert p.returncode == 0 and "features of dim 40 fit" in p.stdout, p.stderr[-2000:]
+    p = check(gmm / "final.mdl")  # (deltas of 13 MFCCs: 39, not the LDA's 40)
+    assert p.returncode != 0 and "have dim 39" in p.stderr and "expects 40" in p.stderr
+    p = check(gmm / "final.mdl", f"--transform-dir={gmm}")
+    assert p.returncode != 0 and "--transform-dir needs --feature-pipeline" in p.stderr

@@ -1,9 +1,11 @@
 """The chain recipe (egs/kaldi_dir/s5/local/chain/run_tdnn.sh) through run.sh --chain true on a
 tiny Kaldi dir cut from kaldi_digits (20 training utterances of two speakers, 10 test): beside the
 hybrid network, stage 3 makes the chain lang dir, the tree at frame subsampling 3, den.fst and a
-tiny TDNN-F trained with LF-MMI on the GMM's alignment, stage 4 the --self-loop-scale 1.0 graph,
+tiny TDNN-F trained with LF-MMI, stage 4 the --self-loop-scale 1.0 graph,
 decoding and scoring (run.sh's --ref-normalize), stage 5 the summary beside the GMM's and the
-hybrid's; run again, it redoes nothing. run.sh refuses --chain true before stage 0 where it
+hybrid's; run again, it redoes nothing. The numerator: the lattices of the GMM's training graphs,
+made on its own features (data/train_gmm), or its alignment (--chain-lats false, or auto where
+those features do not fit it). run.sh refuses --chain true before stage 0 where it
 cannot finish (no G.fst for its graph). Without a GMM (--ali none): tests/test_flatstart.py."""
 from __future__ import annotations
 
@@ -45,13 +47,30 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
     outputs = [c / "tree/tree", c / "tree/final.mdl", c / "den/den.fst",
                c / "den/normalization.fst", c / "tdnn/final.nnet", c / "tree/graph/HCLG.fst"]
     assert all(f.stat().st_size > 0 for f in outputs), [f for f in outputs if not f.exists()]
-    # the chain network: trained by the lfmmi objective on the GMM's alignment, with run.sh's
-    # --train-opts and then --chain-train-opts; its outputs subsampled
+    # the chain network: trained by the lfmmi objective, its numerator from the lattices of the
+    # GMM's training graphs (--chain-lats auto: Kaldi's align_fmllr_lats.sh) made on the GMM's
+    # own features (data/train_gmm, checked to fit it), with run.sh's --train-opts and then
+    # --chain-train-opts; its outputs subsampled
     assert (c / "tdnn/frame_subsampling_factor").read_text().strip() == "3"
     assert (c / "tdnn/final.mdl").read_bytes() == (c / "den/0.trans_mdl").read_bytes()
     assert '"objective": "lfmmi"' in (c / "tdnn/metrics.jsonl").read_text()
     log = (c / "tdnn/log/train.log").read_text()
-    assert f"{kaldi}/exp/mono_ali" in log and "--min-batches-per-epoch=4 --seed=7" in log
+    assert f"the tree of {kaldi}/exp/mono_ali" in out and "--min-batches-per-epoch=4 --seed=7" in log
+    assert (s5 / "data/train_gmm/gmm_check").read_text().strip() == "ok"
+    assert "steps/align_si.sh --nj 1 --cmd run.pl --generate-lats true --normalize-unknown " \
+           "false data/train_gmm" in out
+    n_all = len((s5 / "data/train/utt2spk").read_text().splitlines())
+    assert f"aligned {n_all} of {n_all} utterances" in out
+    lat_dir = "exp/chain/lats"
+    assert (s5 / lat_dir / "lat.1.gz").is_file() and not (s5 / lat_dir / "ali.1.gz").exists()
+    assert f"supervision from the lattices (lat.*.gz) of {lat_dir}" in log
+    tr = json.loads((c / "tdnn/lfmmi_report.json").read_text())["training"]
+    n_tr = len((s5 / "data/train_tr90/utt2spk").read_text().splitlines())
+    assert tr["ali_dir"] == lat_dir and tr["no_lattice"] == 0, tr
+    kept_or_counted = ("utterances", "unusable_lattice", "length_mismatch", "no_path",
+                       "not_in_den")
+    assert sum(tr[k] for k in kept_or_counted) == n_tr, tr
+    assert tr["utterances"] >= n_tr - 2, tr
     assert "--seed=7" not in (s5 / "exp/blstm/log/train.log").read_text()
     dec = c / "tdnn/decode_test"
     wers = sorted(dec.glob("wer_*"))
@@ -64,10 +83,13 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
     assert "best WERs side by side (hybrid exp/blstm | chain exp/chain/tdnn):" in summary
     assert "TDNN-F chain model" in (c / "tdnn/summary.txt").read_text()
 
-    made = {f: f.stat().st_mtime_ns for f in outputs + wers}
+    made = {f: f.stat().st_mtime_ns
+            for f in outputs + wers + [s5 / "data/train_gmm/feats.scp", s5 / lat_dir / "lat.1.gz"]}
     out = _run(s5, env, *run)
     for what in ("data/lang_chain is already made", "exp/chain/tree is already built",
-                 "exp/chain/den/den.fst is already made", "exp/chain/tdnn/final.nnet exists",
+                 "exp/chain/den/den.fst is already made",
+                 f"{lat_dir} already holds the lattices of {kaldi}/exp/mono_ali: skipping",
+                 "exp/chain/tdnn/final.nnet exists",
                  "exp/chain/tree/graph is already made",
                  "exp/chain/tdnn/decode_test is already scored"):
         assert f"{what}" in out, what
@@ -79,33 +101,24 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
                kaldi, "--stage", "5")
     assert "TDNN-F chain model (LF-MMI; conf/model/tdnnf_small.conf)" in out
 
-    # the numerator from lattices, made here (--lat-data: Kaldi's align_fmllr_lats.sh, the
-    # GMM's lattices of the training graphs on its own features, here those of data/train)
-    lat_dir = "exp/chain/lats"
-    out = _run(s5, env, "local/chain/run_tdnn.sh", "--stop-stage", "1", "--lat-data",
-               "data/train", "--model-config", "conf/model/tdnnf_small.conf",
-               "--train-opts", "--min-batches-per-epoch=4 --max-iters=1", f"{kaldi}/data/lang",
-               f"{kaldi}/exp/mono_ali", "exp/chain/tdnn_lat")
-    assert "steps/align_si.sh --nj 2 --cmd run.pl --generate-lats true --normalize-unknown " \
-           "false data/train" in out
-    n_all = len((s5 / "data/train/utt2spk").read_text().splitlines())
-    assert f"aligned {n_all} of {n_all} utterances" in out
-    assert (s5 / lat_dir / "lat.1.gz").is_file() and not (s5 / lat_dir / "ali.1.gz").exists()
-    assert f"numerator from {lat_dir}," in out
-    log = (c / "tdnn_lat/log/train.log").read_text()
-    assert f"supervision from the lattices (lat.*.gz) of {lat_dir}" in log
-    assert (c / "tdnn_lat/final.nnet").stat().st_size > 0
-    tr = json.loads((c / "tdnn_lat/lfmmi_report.json").read_text())["training"]
-    n_tr = len((s5 / "data/train_tr90/utt2spk").read_text().splitlines())
-    assert tr["ali_dir"] == lat_dir and tr["no_lattice"] == 0, tr
-    kept_or_counted = ("utterances", "unusable_lattice", "length_mismatch", "no_path",
-                       "not_in_den")
-    assert sum(tr[k] for k in kept_or_counted) == n_tr, tr
-    assert tr["utterances"] >= n_tr - 2, tr
-    # made once: a second run reads them back
+    # --chain-lats false: the GMM's alignment is the numerator (the model trained again)
+    out = _run(s5, env, *run, "--stage", "3", "--stop-stage", "3", "--chain-lats", "false")
+    log = (c / "tdnn/log/train.log").read_text()
+    assert "supervision from the lattices" not in log and f"numerator from {kaldi}/exp/mono_ali," in out
+    # features that do not fit the GMM (gmm_check): auto falls back to the alignment, saying
+    # why; --chain-lats true refuses
+    (s5 / "data/train_gmm/gmm_check").write_text("no\nthe features made here do not fit\n")
+    out = _run(s5, env, *run, "--stage", "5")
+    assert "the chain numerator is the alignment, not lattices of a GMM: the features made here" in out
+    out = _run(s5, env, *run, "--stage", "5", "--chain-lats", "true", rc=1)
+    assert "--chain-lats true: the features made here do not fit; give --chain-lats false" in out
+    # a lattice dir not made here (e.g. the user's Kaldi exp/tri3b_lats) is never written into
+    (s5 / lat_dir / "stage.json").unlink()
     out = _run(s5, env, "local/chain/run_tdnn.sh", "--stop-stage", "0", "--lat-data",
-               "data/train", f"{kaldi}/data/lang", f"{kaldi}/exp/mono_ali", "exp/chain/tdnn_lat")
-    assert f"{lat_dir} already holds the lattices of {kaldi}/exp/mono_ali: skipping" in out
+               "data/train_gmm", f"{kaldi}/data/lang", f"{kaldi}/exp/mono_ali", "exp/chain/tdnn",
+               rc=1)
+    assert f"--lat-data would make lattices into {lat_dir}, which holds lattices not made here" in out
+    assert (s5 / lat_dir / "lat.1.gz").is_file()
     # a lattice dir without its files: refused, naming what is missing
     os.unlink(s5 / lat_dir / "num_jobs")
     out = _run(s5, env, "local/chain/run_tdnn.sh", "--lat-dir", lat_dir, f"{kaldi}/data/lang",
@@ -116,16 +129,30 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
 def test_run_sh_refuses_chain_where_it_cannot_finish(tmp_path, kaldi_digits, repo_dir,
                                                      env_with_path):
     kaldi = digits_dir(kaldi_digits, tmp_path / "kaldi", ["jackson_0"], ["theo_1"])
-    (kaldi / "data/lang_nog").mkdir()
-    for f in (kaldi / "data/lang").iterdir():
+    shared_lang = (kaldi / "data/lang").resolve()
+    (kaldi / "data/lang").unlink()  # (Kaldi's data/lang: no G.fst)
+    (kaldi / "data/lang").mkdir()
+    for f in shared_lang.iterdir():
         if f.name != "G.fst":
-            (kaldi / "data/lang_nog" / f.name).symlink_to(f)
+            (kaldi / "data/lang" / f.name).symlink_to(f)
     env = dict(env_with_path, HYBRIDASR_ROOT=str(repo_dir))
     s5 = make_recipe_copy(repo_dir, tmp_path / "s5")
-    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--lang", "data/lang_nog", "--chain",
-               "true", rc=1)
-    assert f"needs a G.fst, and {kaldi}/data/lang_nog has none" in out, out
+    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--chain", "true", rc=1)
+    assert f"needs a G.fst, and {kaldi}/data/lang has none" in out, out
     assert "--chain-opts" in out and "--lang-test" in out and "--lm-arpa" in out
+    # beside it data/lang_test_tg with one (Kaldi's yesno, mini_librispeech's
+    # data/lang_test_tgsmall): the chain graph takes it, where it has the words of --graph
+    (kaldi / "data/lang_test_tg").mkdir()
+    for f in shared_lang.iterdir():
+        (kaldi / "data/lang_test_tg" / f.name).symlink_to(f)
+    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--chain", "true", "--stop-stage", "0")
+    assert f"--chain true: data/lang has no G.fst: the chain graph's LM from " \
+           f"{kaldi}/data/lang_test_tg (the words of exp/mono/graph" in out, out[-3000:]
+    shutil.rmtree(s5 / "data")
+    (kaldi / "data/lang_test_tg/words.txt").unlink()  # (another LM's words: not taken)
+    (kaldi / "data/lang_test_tg/words.txt").write_text("<eps> 0\n")
+    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--chain", "true", rc=1)
+    assert f"needs a G.fst, and {kaldi}/data/lang has none" in out
     # a dict dir beside the GMM with --lm-text: stage 0 makes data/lang_test with a G.fst,
     # the chain graph's (not refused); the dirs given as absolute paths (--lang outside the
     # Kaldi dir)
@@ -139,6 +166,9 @@ def test_run_sh_refuses_chain_where_it_cannot_finish(tmp_path, kaldi_digits, rep
     shutil.rmtree(s5 / "data")
     out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--chain", "yes", rc=1)
     assert 'expected "true" or "false": --chain yes' in out
+    out = _run(s5, env, "./run.sh", "--kaldi-dir", kaldi, "--chain", "true", "--chain-lats",
+               "maybe", rc=1)
+    assert "--chain-lats" in out and "maybe" in out and "auto" in out, out[-2000:]
     assert not (s5 / "data").exists()  # (refused before stage 0)
 
 

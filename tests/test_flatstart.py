@@ -234,6 +234,7 @@ def test_recipe_without_gmm_from_a_dict_dir(tmp_path_factory, repo_dir, kaldi_di
     chain = s5 / "exp/chain/tdnn"
     assert "--chain-model-config conf/model/tdnnf_small.conf  (0.0" in out  # under 5 hours
     assert "exp/tri_ali" in (chain / "log/train.log").read_text()
+    assert "the chain numerator is the alignment, not lattices of a GMM: there is no GMM" in out
     assert (s5 / "exp/chain/tree/graph/HCLG.fst").is_file()
     assert any(n.startswith("wer_") for n in os.listdir(chain / "decode_test"))
     assert "chain model:   %WER" in out and "(hybrid exp/blstm | chain exp/chain/tdnn)" in out

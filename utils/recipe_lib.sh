@@ -19,7 +19,8 @@
 #   make_feats, split_tr_cv, make_graph   features, the tr/cv split, a graph: each unless made
 # and, for the any-Kaldi-dir recipe (egs/kaldi_dir/s5/run.sh), its options resolved from the
 # Kaldi dir and data/train: resolve_kaldi_dir_options, resolve_data_defaults,
-# resolve_feat_config, check_decode_sets, seq_epochs_now, in_kaldi_dir (below).
+# resolve_feat_config, check_decode_sets, seq_epochs_now, in_kaldi_dir (below); for its
+# --chain true: check_chain_options, resolve_chain_lats, make_chain_lat_data (recipe_chain_lib.sh).
 # Each exits the recipe (status 1, a message naming the option or file) on what it refuses.
 
 recipe_lock() {
@@ -253,21 +254,6 @@ resolve_kaldi_dir_options() {
   check_chain_options
 }
 
-# --chain true (local/chain/run_tdnn.sh on the hybrid's lang dir and alignment): refused
-# before any stage runs where it cannot finish (no G.fst for its graph; with --ali none the
-# recipe makes data/lang_test with one)
-check_chain_options() {
-  [ "${chain:-false}" == true ] && [ $gmm == true ] || return 0
-  case " ${chain_opts:-} " in *" --lang-test"*) return 0 ;; esac
-  [ "$lang_test" != data/lang_test ] || return 0  # (stage 0 makes it: --lm-arpa, --lm-text)
-  if [ ! -f "$lang_test/G.fst" ]; then  # (data/lang, made from a dict dir beside a GMM, has none)
-    echo "$0: --chain true: its graph (utils/mkgraph.sh) needs a G.fst, and $lang_test has none:" \
-      "give --lm-arpa <an ARPA LM> (or --lm-text <sentences>), or --chain-opts \"--lang-test" \
-      "<a lang dir with one, e.g. $kaldi_dir/data/lang_test>\"" >&2
-    exit 1
-  fi
-}
-
 # kaldi_dir_recipe_inputs: what data/ and exp/ are made from (check_recipe_inputs): a later run
 # with another Kaldi dir, alignment or features would mix its stages with the old outputs
 kaldi_dir_recipe_inputs() {
@@ -435,3 +421,6 @@ seq_epochs_now() {
   elif [ -f data/train_tr90/utt2spk ] && [ $(wc -l < data/train_tr90/utt2spk) -ge $seq_min_utts ]; then echo 4
   else echo 0; fi
 }
+
+# run.sh --chain true: check_chain_options, resolve_chain_lats, make_chain_lat_data
+. "$(dirname "${BASH_SOURCE[0]}")/recipe_chain_lib.sh"

@@ -80,6 +80,7 @@ ctc_beam_size=8      # prefix beam search of the route without a graph (besides 
 chain=false          # on the hybrid's lang dir and alignment (GMM's, or --ali none's flat start)
 chain_model_config=auto # auto: by data/train's hours, conf/model/tdnnf{_small,}.conf (5 h up: Kaldi's 1k)
 chain_opts=          # more local/chain/run_tdnn.sh options, e.g. "--num-leaves 500 --batching-config X"
+chain_lats=auto      # its numerator: the lattices of --ali's GMM (Kaldi's), auto: where it is one | false
 chain_train_opts=    # its train.py options (after --train-opts)
 # End configuration section.
 
@@ -201,10 +202,7 @@ if run_stage 2; then
   [ "$speed_perturb" == true ] && $localdir/speed_perturb.sh --stage 1 --nj $nj
 fi
 
-chain_ali=$kaldi_dir/$ali  # (the hybrid's alignment: the GMM's, or the flat start's of its CD tree)
-[ $gmm == true ] || { chain_ali=exp/flat/ali_final; [ $num_leaves -gt 0 ] && chain_ali=exp/tri_ali; }
-chain_args=("${dec[@]}" --lang-test "$lang_test" --model-config "$chain_model_config"
-  --train-opts "$train_opts${chain_train_opts:+ $chain_train_opts}" $chain_opts "$lang_dir" "$chain_ali" exp/chain/tdnn)
+resolve_chain_lats; set_chain_args  # (local/chain/run_tdnn.sh's: its numerator's lattices, or none)
 if run_stage 3; then
   banner 3 "train $dir ($model_config x $num_models, $batching_config, $schedule_config, $device x $nproc)"
   # (changed schedule options are notes: a resumed training applies them by itself)
@@ -230,7 +228,8 @@ if run_stage 3; then
       --model-config $ctc_model_config --train-config $ctc_train_config --batching-config \
       $seq_batching_config --schedule-config $schedule_config --train-opts "$train_opts" $lang_test ${dir}_ctc
   fi
-  [ $chain == true ] && $localdir/chain/run_tdnn.sh --stop-stage 1 "${chain_args[@]}"
+  if [ $chain == true ]; then  # (make_chain_lat_data: data/train_gmm, its lattices' features)
+    make_chain_lat_data; $localdir/chain/run_tdnn.sh --stop-stage 1 "${chain_args[@]}"; fi
 fi
 
 last=$dir; [ $realign_iters -gt 0 ] && last=${dir}_re$realign_iters  # (sequence training's start)

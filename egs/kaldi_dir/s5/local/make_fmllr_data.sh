@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh's --fmllr true (stage 1): data/train and data/test hold the SAT GMM's fMLLR features
 # (nnet1's steps/nnet/make_fmllr_feats.sh), made from the GMM's own features in data/<set>_gmm
-# (the Kaldi dir's feats.scp with --use-kaldi-feats true, else MFCC computed with --mfcc-config)
+# (local/make_gmm_data.sh: the Kaldi dir's feats.scp with --use-kaldi-feats true, else MFCC
+# computed with --mfcc-config)
 # with <ali>'s cmvn_opts, splice_opts, final.mat and trans.*: <ali>'s for train, for test those
 # of the first decode dir beside <graph> covering its speakers (<gmm-decode> first), else
 # estimated here as Kaldi's decode_fmllr.sh does, with a note (estimate_fmllr.py into
@@ -45,16 +46,9 @@ for x in train test; do
     echo "data/$x already has fMLLR features ($(cat data/$x/fmllr_from)): skipping"
     continue
   fi
-  if [ ! -s data/${x}_gmm/feats.scp ] || [ ! -s data/${x}_gmm/cmvn.scp ]; then
-    rm -rf data/${x}_gmm
-    [ $x == train ] && src=$train || src=$test
-    import_data_dir.py --keep-feats=$use_kaldi_feats "$kaldi_dir" "$kaldi_dir/$src" data/${x}_gmm
-    if [ ! -s data/${x}_gmm/feats.scp ]; then
-      steps/make_mfcc.sh --nj $nj --cmd "$train_cmd" --mfcc-config "$mfcc_config" \
-        data/${x}_gmm exp/make_mfcc/${x}_gmm mfcc
-      steps/compute_cmvn_stats.sh data/${x}_gmm exp/make_mfcc/${x}_gmm mfcc
-    fi
-  fi
+  [ $x == train ] && src=$train || src=$test
+  "$(dirname "$0")"/make_gmm_data.sh --nj $nj --use-kaldi-feats $use_kaldi_feats --mfcc-config "$mfcc_config" \
+    "$kaldi_dir" $src data/${x}_gmm
   if [ $x == train ]; then
     tdir=$kaldi_dir/$ali
   else

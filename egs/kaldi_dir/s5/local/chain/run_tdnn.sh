@@ -24,9 +24,10 @@ lat_dir=                     # the numerator from this Kaldi lattice dir of data
 lat_data=                    # make that lattice dir here (default <exp-dir>/../lats): <ali-dir>'s
                              # GMM on this data dir (its own features of data/train's utterances)
                              # with steps/align_si.sh --generate-lats true, as Kaldi's recipes run
-                             # align_fmllr_lats.sh (without its fMLLR)
+                             # align_fmllr_lats.sh (run.sh --chain true: data/train_gmm)
 lat_opts="--normalize-unknown false"  # align_si.sh's options (unknown words as the OOV word, as a
-                             # Kaldi GMM's own alignment has them: the tree's and den.fst's)
+                             # Kaldi GMM's own alignment has them: the tree's and den.fst's; a SAT
+                             # GMM: --transform-dir <its ali dir>, its fMLLR transforms)
 tree_data=data/train         # the tree's statistics (its features and the alignment's utterances)
 data_tr=data/train_tr90      # trained on
 data_cv=data/train_cv10
@@ -39,7 +40,9 @@ nj=2
 device=cpu
 decode_sets=test             # data/<set> decoded into <exp-dir>/decode_<set>
 decode_opts=                 # more steps/nnet/decode.sh options (after --acwt 1.0 --post-decode-acwt 10.0)
-scoring_opts=                # steps/score.sh options (empty: its defaults)
+scoring_opts="--min-lmwt 4 --max-lmwt 17"  # steps/score.sh's LM weights: the hybrid's 4 up to the
+                             # 17 of Kaldi's chain scoring (its local/score.sh: 7..17); the chain
+                             # BLSTM's best on polish lies at 12-17 (docs/chain.md)
 ref_normalize=false          # steps/score.sh's --ref-normalize
 gmm_decode_dir=              # the summary: the GMM's decode dir to show beside the model's
 hybrid_dir=                  # the summary: the hybrid model whose best WERs to show beside
@@ -86,9 +89,15 @@ for f in "$lang_dir/phones.txt" "$lang_dir/topo" "$ali_dir/final.mdl" "$ali_dir/
 done
 if [ -n "$lat_data" ]; then
   [ -n "$lat_dir" ] || lat_dir=$(dirname $dir)/lats
-  for f in "$lat_data/feats.scp" "$lat_data/cmvn.scp" "$lat_data/text" "$ali_dir/tree"; do
-    [ -f "$f" ] || { echo "$0: missing $f (--lat-data: the GMM's features of $tree_data's utterances; <ali-dir>: a GMM's)" >&2; exit 1; }
-  done
+  if run_stage 0; then  # (made there)
+    for f in "$lat_data/feats.scp" "$lat_data/cmvn.scp" "$lat_data/text" "$ali_dir/tree"; do
+      [ -f "$f" ] || { echo "$0: missing $f (--lat-data: the GMM's features of $tree_data's utterances; <ali-dir>: a GMM's)" >&2; exit 1; }
+    done
+    if [ -f $lat_dir/lat.1.gz ] && [ ! -f $lat_dir/stage.json ]; then  # (never another's lattices)
+      echo "$0: --lat-data would make lattices into $lat_dir, which holds lattices not made here:" \
+        "give that dir as --lat-dir without --lat-data, or another --lat-dir" >&2; exit 1
+    fi
+  fi
 elif [ -n "$lat_dir" ]; then
   for f in "$lat_dir/lat.1.gz" "$lat_dir/final.mdl" "$lat_dir/num_jobs"; do
     [ -f "$f" ] || { echo "$0: missing $f (--lat-dir: a Kaldi lattice dir of $tree_data)" >&2; exit 1; }
