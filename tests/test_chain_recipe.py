@@ -112,6 +112,10 @@ def test_run_sh_chain_trains_decodes_sums_up_and_skips_when_done(tmp_path, kaldi
     assert "the chain numerator is the alignment, not lattices of a GMM: the features made here" in out
     out = _run(s5, env, *run, "--stage", "5", "--chain-lats", "true", rc=1)
     assert "--chain-lats true: the features made here do not fit; give --chain-lats false" in out
+    # a check cut short (an empty record) is made again at the next stage 3, not read as "no"
+    (s5 / "data/train_gmm/gmm_check").write_text("")
+    out = _run(s5, env, *run, "--stage", "3", "--stop-stage", "3", "--chain-lats", "true")
+    assert (s5 / "data/train_gmm/gmm_check").read_text().strip() == "ok"
     # a lattice dir not made here (e.g. the user's Kaldi exp/tri3b_lats) is never written into
     (s5 / lat_dir / "stage.json").unlink()
     out = _run(s5, env, "local/chain/run_tdnn.sh", "--stop-stage", "0", "--lat-data",

@@ -53,7 +53,7 @@ resolve_chain_lats() {
   [ $gmm == false ] && why="there is no GMM (--ali none)"
   [ -z "$why" ] && [ "$(json_get.py data/kaldi_dir.json ali_model_is_gmm 2>/dev/null)" == false ] &&
     why="$ali/final.mdl is not a GMM"
-  [ -z "$why" ] && [ -f $check ] && [ "$(head -n 1 $check)" != ok ] && why="$(tail -n +2 $check)"
+  [ -z "$why" ] && [ "$(head -n 1 $check 2>/dev/null)" == no ] && why="$(tail -n +2 $check)"
   if [ -n "$why" ]; then
     [ "$chain_lats" == true ] && {
       echo "$0: --chain-lats true: $why; give --chain-lats false (the alignment as the numerator)" >&2
@@ -81,16 +81,17 @@ make_chain_lat_data() {
       "$kaldi_dir" $train data/train_gmm
     rm -f $check
   fi
-  if [ ! -f $check ]; then
+  case "$(head -n 1 $check 2>/dev/null)" in ok|no) ;; *)  # (not checked, or cut short: again)
     if msg=$(gmm_compute_likes.py --check-only --feature-pipeline="$kaldi_dir/$ali" \
         $([ -f "$kaldi_dir/$ali/trans.1" ] && echo "--transform-dir=$kaldi_dir/$ali") \
         "$kaldi_dir/$ali/final.mdl" data/train_gmm ark:/dev/null 2>&1); then
-      echo ok > $check
+      echo ok > $check.tmp
     else
       printf 'no\nthe features made here do not fit its GMM: %s\n' \
-        "$(echo "$msg" | grep -iE 'error' | tail -n 1)" > $check
+        "$(echo "$msg" | grep -iE 'error' | tail -n 1)" > $check.tmp
     fi
-  fi
+    mv -f $check.tmp $check ;;
+  esac
   resolve_chain_lats; set_chain_args
 }
 
